@@ -1,0 +1,45 @@
+# agentplane: the two commands are `make run` and `make test`.
+# Everything a target needs it installs itself, from pinned versions.
+
+GO        ?= go
+SHELL     := /bin/bash
+export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.cache/jsii
+export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: run test test-go build synth bench lint clean
+
+## run: build and start the all-in-one local server on 127.0.0.1:8000
+run:
+	$(GO) build -o bin/agentplane ./cmd/agentplane
+	./bin/agentplane
+
+## test: every test (Go with -race, AWS adapters against emulators, CDK, node clients)
+test:
+	bash scripts/test.sh
+
+## test-go: only the product's Go tests (emulators started and stopped around them)
+test-go:
+	bash scripts/test.sh go
+
+## build: linux/arm64 Lambda bootstrap binaries, zipped under dist/
+build:
+	bash scripts/build-lambdas.sh
+
+## synth: synthesize the US and EU stacks into cdk.out/
+synth: build
+	bash scripts/synth.sh
+
+## bench: benchmarks of the store adapters and the HTTP services
+bench:
+	bash scripts/bench.sh
+
+## lint: gofmt, go vet, staticcheck (pinned)
+lint:
+	@test -z "$$(gofmt -l cmd functions shared infra)" || (gofmt -l cmd functions shared infra; exit 1)
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+clean:
+	rm -rf bin dist cdk.out .cache

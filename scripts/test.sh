@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs every test. `scripts/test.sh go` runs only the product's Go tests.
+# Installs what it needs (npm packages from lock files, pinned Go tools),
+# starts the emulators on 127.0.0.1 and stops them on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-all}
+start=$(date +%s)
+mkdir -p .cache
+
+# Node packages the tests use (emulators, real clients), from lock files.
+for dir in scripts/emulators tests/clients; do
+  if [[ -f $dir/package-lock.json ]]; then
+    echo "== npm ci in $dir"
+    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
+  fi
+done
+
+# Emulators for the AWS adapters: dynalite (DynamoDB), fauxqs (SQS, S3).
+bash scripts/emulators.sh start
+trap 'bash scripts/emulators.sh stop' EXIT
+set -a; source .cache/emulators.env; set +a
+
+echo "== lint"
+make --no-print-directory lint
+
+echo "== go test -race"
+go test -race -count=1 -timeout 30m ./...
+
+if [[ $what == all ]]; then
+  echo "== infrastructure (CDK assertions, cdk-nag, asl-validator)"
+  bash scripts/infra-test.sh
+fi
+
+echo "== all tests passed in $(( $(date +%s) - start ))s"

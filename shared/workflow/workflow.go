@@ -1,0 +1,72 @@
+// Package workflow holds the port for starting a named workflow (the revision
+// build) and the shape of a workflow definition: an ordered list of Go steps.
+// The local runner (sub-package local) executes the steps in-process and
+// persists progress in the store; the CDK app turns the same list into a Step
+// Functions state machine (one Task state per step, Retry on transient
+// errors, Catch to the step's failure status); the AWS adapter (sub-package
+// sfn) calls StartExecution.
+package workflow
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrTransient marks an error worth retrying (network, throttling). Steps
+// wrap it (fmt.Errorf("...: %w", workflow.ErrTransient)); the runner retries
+// those with backoff, and the state machine's Retry matches its name.
+var ErrTransient = errors.New("transient")
+
+// TransientErrorName is the error name a Lambda step reports for ErrTransient,
+// which the state machine's Retry clauses match.
+const TransientErrorName = "Transient"
+
+// State is the JSON document a workflow passes from step to step.
+type State = map[string]any
+
+// StepFunc runs one step. It returns the state for the next step.
+type StepFunc func(ctx context.Context, in State) (State, error)
+
+// Step is one named step of a definition.
+type Step struct {
+	// Name is the state name shown in the Step Functions console.
+	Name string
+	// Comment describes the step in the state machine.
+	Comment string
+	Run     StepFunc
+	// MaxAttempts is how many times a transient failure is tried (>= 1).
+	MaxAttempts int
+	// Backoff is the first retry interval; it doubles each attempt.
+	Backoff time.Duration
+	// OnFailure names the failure handler step run when this step fails for
+	// good (the Catch target); "" means the workflow just fails.
+	OnFailure string
+	// FailureOnly marks handler steps that run only as a Catch target.
+	FailureOnly bool
+	// AWSService, when set, says the CDK app should use a service
+	// integration instead of a Lambda invoke for this step (e.g. "codebuild").
+	AWSService string
+}
+
+// Definition is a named, ordered list of steps.
+type Definition struct {
+	Name  string
+	Steps []Step
+}
+
+// Step returns the step with that name.
+func (d Definition) Step(name string) (Step, bool) {
+	for _, s := range d.Steps {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Step{}, false
+}
+
+// Starter starts executions of a definition. Execution ids are idempotency
+// keys: starting an id that already exists is not an error.
+type Starter interface {
+	Start(ctx context.Context, workflow, executionID string, input State) error
+}
