@@ -70,13 +70,6 @@ type patchPath struct {
 	sub    *Attribute
 }
 
-func (p patchPath) target() *Attribute {
-	if p.sub != nil {
-		return p.sub
-	}
-	return p.attr
-}
-
 func parsePatchPath(rt *ResourceType, raw string) (patchPath, error) {
 	if len(raw) > MaxFilterLength {
 		return patchPath{}, badRequest(InvalidPath, "The path is longer than %d bytes", MaxFilterLength)
