@@ -58,6 +58,9 @@ type Config struct {
 	QueueURL      string            // AGENTPLANE_QUEUE_URL
 	KMSKeyID      string            // AGENTPLANE_KMS_KEY_ID
 	StateMachines map[string]string // AGENTPLANE_STATE_MACHINES (JSON: workflow → ARN)
+	// S3PathStyle uses path-style S3 addressing (LocalStack, emulators):
+	// AGENTPLANE_S3_PATH_STYLE=true.
+	S3PathStyle bool
 }
 
 // ConfigFromEnv reads the configuration and checks it.
@@ -84,6 +87,9 @@ func ConfigFromEnv() (Config, error) {
 		return c, err
 	}
 	if c.AllowLocalRepos, err = envBool("AGENTPLANE_ALLOW_LOCAL_REPOS", c.Mode == ModeLocal); err != nil {
+		return c, err
+	}
+	if c.S3PathStyle, err = envBool("AGENTPLANE_S3_PATH_STYLE", false); err != nil {
 		return c, err
 	}
 	if raw := os.Getenv("AGENTPLANE_STATE_MACHINES"); raw != "" {
