@@ -37,7 +37,7 @@ bench:
 
 ## lint: gofmt, go vet, staticcheck (pinned)
 lint:
-	@test -z "$$(gofmt -l cmd functions shared infra)" || (gofmt -l cmd functions shared infra; exit 1)
+	@dirs=$$(ls -d cmd functions shared infra 2>/dev/null); test -z "$$(gofmt -l $$dirs)" || (gofmt -l $$dirs; exit 1)
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 

@@ -17,9 +17,13 @@ for dir in scripts/emulators tests/clients; do
 done
 
 # Emulators for the AWS adapters: dynalite (DynamoDB), fauxqs (SQS, S3).
-bash scripts/emulators.sh start
-trap 'bash scripts/emulators.sh stop' EXIT
-set -a; source .cache/emulators.env; set +a
+if [[ -f scripts/emulators.sh ]]; then
+  bash scripts/emulators.sh start
+  trap 'bash scripts/emulators.sh stop' EXIT
+  set -a; source .cache/emulators.env; set +a
+else
+  echo "== NOTE: scripts/emulators.sh is not in this tree yet: AWS adapter tests do not run"
+fi
 
 echo "== lint"
 make --no-print-directory lint
@@ -28,8 +32,12 @@ echo "== go test -race"
 go test -race -count=1 -timeout 30m ./...
 
 if [[ $what == all ]]; then
-  echo "== infrastructure (CDK assertions, cdk-nag, asl-validator)"
-  bash scripts/infra-test.sh
+  if [[ -f scripts/infra-test.sh ]]; then
+    echo "== infrastructure (CDK assertions, cdk-nag, asl-validator)"
+    bash scripts/infra-test.sh
+  else
+    echo "== NOTE: scripts/infra-test.sh is not in this tree yet: no CDK tests run"
+  fi
 fi
 
 echo "== all tests passed in $(( $(date +%s) - start ))s"
