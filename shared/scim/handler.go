@@ -434,7 +434,7 @@ func (s *Server) deleteUser(w http.ResponseWriter, r *http.Request, tok orgacces
 	if err := s.svc.DeleteMember(r.Context(), tok.OrganizationID, id, ifv, actor(tok)); err != nil {
 		return mapErr(err, "User", id)
 	}
-	w.WriteHeader(http.StatusNoContent)
+	web.NoContent(w)
 	return nil
 }
 
@@ -603,6 +603,6 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, tok orgacce
 	if err := s.svc.DeleteGroup(r.Context(), tok.OrganizationID, id, ifv, actor(tok)); err != nil {
 		return mapErr(err, "Group", id)
 	}
-	w.WriteHeader(http.StatusNoContent)
+	web.NoContent(w)
 	return nil
 }

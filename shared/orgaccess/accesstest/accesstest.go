@@ -32,7 +32,7 @@ type Options struct {
 
 // Env is a running installation.
 type Env struct {
-	t   *testing.T
+	t   testing.TB
 	URL string
 	// Org and Workspace are the bootstrapped defaults.
 	Org       identity.Organization
@@ -42,7 +42,7 @@ type Env struct {
 
 // New starts the real app (every module, local mode, bbolt store in a
 // temporary directory) on 127.0.0.1 for the duration of the test.
-func New(t *testing.T, opts Options) *Env {
+func New(t testing.TB, opts Options) *Env {
 	t.Helper()
 	ctx := context.Background()
 	cfg := server.Config{
@@ -78,7 +78,7 @@ type Response struct {
 }
 
 // M returns the body as an object (failing the test otherwise).
-func (r Response) M(t *testing.T) map[string]any {
+func (r Response) M(t testing.TB) map[string]any {
 	t.Helper()
 	m, ok := r.Body.(map[string]any)
 	if !ok {
