@@ -149,14 +149,30 @@ func TestSelfHostedJITDisabled(t *testing.T) {
 	}
 }
 
-// Outside self-hosted mode the variable has no effect.
-func TestHostedIgnoresSelfHostedJITVariable(t *testing.T) {
+// The variable disables JIT outside self-hosted mode too, for every
+// organization; invites keep working.
+func TestJITVariableOutsideSelfHosted(t *testing.T) {
 	env := accesstest.New(t, accesstest.Options{JITDisabled: true})
 	other, _, otherAdmin := env.NewOrg("Acme")
-	if r := env.SignIn("default", admin, "a@example.com", "sub-a"); r.M(t)["decision"] != "jit_provisioned" {
+	if r := env.SignIn("default", admin, "a@example.com", "sub-a"); r.M(t)["reason"] != "no_pending_invite" {
 		t.Fatalf("default organization: %s", r.Raw)
 	}
+	if r := env.SignIn(other.SSOLoginSlug, otherAdmin, "b@acme.test", "sub-b"); r.M(t)["reason"] != "no_pending_invite" {
+		t.Fatalf("other organization: %s", r.Raw)
+	}
+	env.Must(201, "POST", invitesPath, otherAdmin, map[string]any{"email": "b@acme.test"})
+	if r := env.SignIn(other.SSOLoginSlug, otherAdmin, "b@acme.test", "sub-b"); r.M(t)["decision"] != "invite_claimed" {
+		t.Fatalf("invite: %s", r.Raw)
+	}
+}
+
+// Without the self-hosted rules every organization follows its own settings.
+func TestHostedOrganizationsFollowTheirSettings(t *testing.T) {
+	env := accesstest.New(t, accesstest.Options{})
+	other, _, otherAdmin := env.NewOrg("Acme")
 	if r := env.SignIn(other.SSOLoginSlug, otherAdmin, "b@acme.test", "sub-b"); r.M(t)["decision"] != "jit_provisioned" {
 		t.Fatalf("other organization: %s", r.Raw)
 	}
+	env.Must(200, "PATCH", infoPath, otherAdmin, map[string]any{"invites_enabled": false})
+	env.Must(400, "POST", invitesPath, otherAdmin, map[string]any{"email": "c@acme.test"})
 }

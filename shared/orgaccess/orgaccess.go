@@ -161,7 +161,7 @@ type Options struct {
 	// use invites.
 	SelfHosted bool
 	// SelfHostedJITEnabled false (SELF_HOSTED_JIT_PROVISIONING_ENABLED=false)
-	// disables JIT for every organization of a self-hosted installation.
+	// disables JIT for every organization, whatever its own setting.
 	SelfHostedJITEnabled bool
 }
 

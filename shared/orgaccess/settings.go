@@ -21,17 +21,15 @@ type Effective struct {
 
 // EffectiveSettings applies the installation's rules to an organization's
 // own settings:
-//   - hosted: the organization's settings as stored;
-//   - self-hosted, default organization (default_sso_provision=true): its
-//     settings, except that SELF_HOSTED_JIT_PROVISIONING_ENABLED=false turns
-//     JIT off;
-//   - self-hosted, any other organization: invites on, JIT off.
+//   - SELF_HOSTED_JIT_PROVISIONING_ENABLED=false turns JIT off for every
+//     organization (applied in every mode: an operator who sets it wants
+//     JIT off, and off is the safe reading);
+//   - self-hosted (AGENTPLANE_SELF_HOSTED=true): the settings apply only to
+//     the default organization (default_sso_provision=true); every other
+//     organization uses invites: JIT off, invites on.
 func (s *Service) EffectiveSettings(o identity.Organization) Effective {
 	e := Effective{JIT: o.JITProvisioningEnabled, Invites: o.InvitesEnabled}
-	if !s.opts.SelfHosted {
-		return e
-	}
-	if !o.DefaultSSOProvision {
+	if s.opts.SelfHosted && !o.DefaultSSOProvision {
 		e = Effective{JIT: false, Invites: true}
 	}
 	if !s.opts.SelfHostedJITEnabled {
