@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/shared/identity"
+	"github.com/agentplane/agentplane/shared/store"
 	"github.com/agentplane/agentplane/shared/web"
 )
 
@@ -71,6 +72,8 @@ func httpError(err error, notFound string) error {
 		return web.Invalid(web.Loc("query", "cursor"), "Invalid cursor: use the next_cursor of a previous page", "value_error")
 	case errors.Is(err, ErrInvitesDisabled):
 		return web.BadRequest("Invites are disabled for this organization (invites_enabled is false): nothing was stored. An admin can enable them with PATCH /api/v1/organizations/current/info, or users can join through JIT provisioning or SCIM")
+	case errors.Is(err, store.ErrTooLarge):
+		return web.Errorf(http.StatusRequestEntityTooLarge, "The record would be too large to store")
 	case errors.Is(err, errContention):
 		return &web.Error{Status: http.StatusServiceUnavailable, Detail: "Too many concurrent changes, retry", Header: http.Header{"Retry-After": {"1"}}}
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/identity"
 	"github.com/agentplane/agentplane/shared/orgaccess"
+	"github.com/agentplane/agentplane/shared/store"
 	"github.com/agentplane/agentplane/shared/web"
 )
 
@@ -128,6 +129,8 @@ func mapErr(err error, what, id string) error {
 		return errorf(http.StatusConflict, "", "%s", ce.Detail)
 	case errors.As(err, &ie):
 		return badRequest(InvalidValue, "%s", ie.Detail)
+	case errors.Is(err, store.ErrTooLarge):
+		return badRequest(InvalidValue, "The %s is too large to store", strings.ToLower(what))
 	}
 	return err
 }

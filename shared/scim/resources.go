@@ -32,6 +32,9 @@ func normalize(a *Attribute, path string, v any, element bool) (any, error) {
 		if !ok {
 			list = []any{v}
 		}
+		if limit := maxValues(a); len(list) > limit {
+			return nil, badRequest(InvalidValue, "%s can hold at most %d values", path, limit)
+		}
 		out := make([]any, 0, len(list))
 		for i, x := range list {
 			n, err := normalize(a, fmt.Sprintf("%s[%d]", path, i), x, true)
@@ -95,6 +98,15 @@ func normalize(a *Attribute, path string, v any, element bool) (any, error) {
 		}
 		return s, nil
 	}
+}
+
+// maxValues bounds multi-valued attributes, so a resource always fits in
+// one store item.
+func maxValues(a *Attribute) int {
+	if a.Name == "members" {
+		return orgaccess.MaxGroupMembers
+	}
+	return 100
 }
 
 func sortedKeys(m map[string]any) []string {
@@ -400,6 +412,9 @@ func applyUser(res map[string]any, m *orgaccess.Member) error {
 // first, lower-cased.
 func primaryEmail(res map[string]any) (string, error) {
 	list, _ := res["emails"].([]any)
+	if len(list) > 100 {
+		return "", badRequest(InvalidValue, "emails can hold at most 100 values")
+	}
 	first, primary := "", ""
 	for i, e := range list {
 		m, _ := e.(map[string]any)

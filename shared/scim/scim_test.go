@@ -240,6 +240,11 @@ func TestUsersCRUD(t *testing.T) {
 	wantError(t, env.SCIM("POST", "/Users", tok, user("x", map[string]any{"emails": []any{
 		map[string]any{"value": "a@x.test", "primary": true}, map[string]any{"value": "b@x.test", "primary": true}}})), 400, "invalidValue")
 	wantError(t, env.SCIM("POST", "/Users", tok, user(" ", nil)), 400, "invalidValue")
+	var many []any
+	for i := 0; i < 101; i++ {
+		many = append(many, map[string]any{"value": fmt.Sprintf("e%d@x.test", i)})
+	}
+	wantError(t, env.SCIM("POST", "/Users", tok, user("x", map[string]any{"emails": many})), 400, "invalidValue")
 	wantError(t, env.Request("POST", "/scim/v2/Users", "userName=x", "Authorization", "Bearer "+tok, "Content-Type", "application/x-www-form-urlencoded"), 415, "")
 
 	// DELETE.
@@ -448,6 +453,7 @@ func TestUsersPatch(t *testing.T) {
 		{[]map[string]any{op("replace", `emails[type eq "work"`, "x")}, 400, "invalidPath"},
 		{[]map[string]any{op("replace", `emails[type xx "work"].value`, "x")}, 400, "invalidPath"},
 		{[]map[string]any{op("replace", `title[value eq "x"]`, "x")}, 400, "invalidPath"},
+		{[]map[string]any{op("add", "emails", manyEmails("m", 60)), op("add", "emails", manyEmails("n", 60))}, 400, "invalidValue"},
 	} {
 		wantError(t, do(c.ops...), c.status, c.scimType)
 	}
@@ -611,6 +617,14 @@ func workspacesOf(t *testing.T, env *accesstest.Env, id string) map[string]strin
 	for _, x := range m["workspaces"].([]any) {
 		a := x.(map[string]any)
 		out[a["workspace_id"].(string)] = a["role"].(string) + "/" + a["source"].(string)
+	}
+	return out
+}
+
+func manyEmails(prefix string, n int) []any {
+	var out []any
+	for i := 0; i < n; i++ {
+		out = append(out, map[string]any{"value": fmt.Sprintf("%s%d@x.test", prefix, i), "type": "other"})
 	}
 	return out
 }
