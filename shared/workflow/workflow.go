@@ -4,12 +4,13 @@
 // persists progress in the store; the CDK app turns the same list into a Step
 // Functions state machine (one Task state per step, Retry on transient
 // errors, Catch to the step's failure status); the AWS adapter (sub-package
-// sfn) calls StartExecution.
+// sfnstart) calls StartExecution, and its Dispatch runs a step in Lambda.
 package workflow
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -21,6 +22,18 @@ var ErrTransient = errors.New("transient")
 // TransientErrorName is the error name a Lambda step reports for ErrTransient,
 // which the state machine's Retry clauses match.
 const TransientErrorName = "Transient"
+
+// FailedErrorName is the error name a step reports for any other error.
+const FailedErrorName = "Failed"
+
+// ErrorKey is the state key under which a failure handler (OnFailure) step
+// receives the failed step's error as {"Error": name, "Cause": message}: the
+// state machine's Catch uses ResultPath "$.error", and the local runner
+// does the same.
+const ErrorKey = "error"
+
+// ErrUnknown reports a workflow name no definition (or state machine) has.
+var ErrUnknown = errors.New("workflow: unknown workflow")
 
 // State is the JSON document a workflow passes from step to step.
 type State = map[string]any
@@ -63,6 +76,66 @@ func (d Definition) Step(name string) (Step, bool) {
 		}
 	}
 	return Step{}, false
+}
+
+// Next returns the step that follows name in normal order (failure-only
+// steps are skipped); ok is false after the last step.
+func (d Definition) Next(name string) (next string, ok bool) {
+	seen := false
+	for _, s := range d.Steps {
+		if seen && !s.FailureOnly {
+			return s.Name, true
+		}
+		if s.Name == name {
+			seen = true
+		}
+	}
+	return "", false
+}
+
+// First returns the first step run by an execution.
+func (d Definition) First() (string, bool) {
+	for _, s := range d.Steps {
+		if !s.FailureOnly {
+			return s.Name, true
+		}
+	}
+	return "", false
+}
+
+// Validate checks a definition: a name, at least one normal step, unique
+// step names, a Run for every step that is not an AWS service integration,
+// and OnFailure targets that exist and are failure-only steps.
+func (d Definition) Validate() error {
+	if d.Name == "" {
+		return errors.New("workflow: definition without a name")
+	}
+	if _, ok := d.First(); !ok {
+		return fmt.Errorf("workflow %s: no step to run", d.Name)
+	}
+	names := map[string]bool{}
+	for _, s := range d.Steps {
+		if s.Name == "" {
+			return fmt.Errorf("workflow %s: step without a name", d.Name)
+		}
+		if names[s.Name] {
+			return fmt.Errorf("workflow %s: step %s defined twice", d.Name, s.Name)
+		}
+		names[s.Name] = true
+		if s.Run == nil && s.AWSService == "" {
+			return fmt.Errorf("workflow %s: step %s has no Run", d.Name, s.Name)
+		}
+	}
+	for _, s := range d.Steps {
+		if s.OnFailure == "" {
+			continue
+		}
+		h, ok := d.Step(s.OnFailure)
+		if !ok || !h.FailureOnly {
+			return fmt.Errorf("workflow %s: step %s: OnFailure %q is not a failure-only step", d.Name, s.Name, s.OnFailure)
+		}
+	}
+	return nil
 }
 
 // Starter starts executions of a definition. Execution ids are idempotency
