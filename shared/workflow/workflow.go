@@ -35,6 +35,10 @@ const ErrorKey = "error"
 // ErrUnknown reports a workflow name no definition (or state machine) has.
 var ErrUnknown = errors.New("workflow: unknown workflow")
 
+// ErrInvalid reports a start request no adapter can take: an empty or
+// unusable execution id, or an input that is not JSON or is too large.
+var ErrInvalid = errors.New("workflow: invalid start request")
+
 // State is the JSON document a workflow passes from step to step.
 type State = map[string]any
 

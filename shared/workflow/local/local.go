@@ -82,8 +82,6 @@ var (
 	ErrNotFound = errors.New("workflow: execution not found")
 	// ErrClosed: the runner was closed.
 	ErrClosed = errors.New("workflow: runner closed")
-	// ErrInvalid: a bad execution id or input.
-	ErrInvalid = errors.New("workflow: invalid start request")
 	// ErrConflict: the execution id is taken by another workflow.
 	ErrConflict = errors.New("workflow: execution id used by another workflow")
 )
@@ -146,11 +144,11 @@ func (r *Runner) Start(ctx context.Context, wf, executionID string, input workfl
 		return fmt.Errorf("%w: %q", workflow.ErrUnknown, wf)
 	}
 	if executionID == "" || len(executionID) > maxIDLength || !utf8.ValidString(executionID) {
-		return fmt.Errorf("%w: execution id must be 1 to %d bytes of UTF-8", ErrInvalid, maxIDLength)
+		return fmt.Errorf("%w: execution id must be 1 to %d bytes of UTF-8", workflow.ErrInvalid, maxIDLength)
 	}
 	state, err := roundTrip(input)
 	if err != nil {
-		return fmt.Errorf("%w: input: %v", ErrInvalid, err)
+		return fmt.Errorf("%w: input: %v", workflow.ErrInvalid, err)
 	}
 	if r.isClosed() {
 		return ErrClosed

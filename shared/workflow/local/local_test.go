@@ -303,7 +303,7 @@ func TestStartIsIdempotentAndValidates(t *testing.T) {
 		"bad input":        r.Start(ctx, "wf", "id", workflow.State{"ch": make(chan int)}),
 		"huge input":       r.Start(ctx, "wf", "id", workflow.State{"s": strings.Repeat("x", 257*1024)}),
 	} {
-		want := local.ErrInvalid
+		want := workflow.ErrInvalid
 		if name == "unknown workflow" {
 			want = workflow.ErrUnknown
 		}
