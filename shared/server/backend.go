@@ -8,11 +8,11 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/agentplane/agentplane/shared/blobs"
 	"github.com/agentplane/agentplane/shared/store"
 	"github.com/agentplane/agentplane/shared/store/boltstore"
 	"github.com/agentplane/agentplane/shared/workflow"
 	"gocloud.dev/blob"
-	"gocloud.dev/blob/fileblob"
 )
 
 // backend is the set of adapters a mode provides.
@@ -60,7 +60,7 @@ func openLocal(ctx context.Context, cfg Config, log *slog.Logger) (*backend, err
 	}
 	be.store = st
 	be.closers = append(be.closers, st.Close)
-	bucket, err := fileblob.OpenBucket(filepath.Join(cfg.DataDir, "blobs"), &fileblob.Options{CreateDir: true, NoTempDir: true})
+	bucket, err := blobs.OpenDir(filepath.Join(cfg.DataDir, "blobs"))
 	if err != nil {
 		be.close()
 		return nil, fmt.Errorf("open blobs: %w", err)
