@@ -26,6 +26,16 @@ func open(t *testing.T) *boltstore.Store {
 
 var ctx = context.Background()
 
+func openB(b *testing.B) *boltstore.Store {
+	b.Helper()
+	s, err := boltstore.Open(filepath.Join(b.TempDir(), "db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
 func item(pk, sk, data string) store.Item {
 	return store.Item{Key: store.Key{PK: pk, SK: sk}, Data: []byte(data)}
 }
