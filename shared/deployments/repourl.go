@@ -1,0 +1,151 @@
+package deployments
+
+import (
+	"net/netip"
+	"net/url"
+	"path"
+	"strings"
+	"unicode"
+)
+
+// maxRepoURL bounds repo_url.
+const maxRepoURL = 2048
+
+// CheckRepoURL validates a repository URL for an integration: with
+// allowLocal, file:// URLs, absolute paths, http and https to any host;
+// without, https only, to a host that is not an IP literal of a
+// non-public address nor a localhost name. (Names are resolved and checked
+// again when the build connects, which is what actually enforces the rule.)
+// It returns "" when the URL is acceptable, else the reason.
+func CheckRepoURL(raw string, allowLocal bool) string {
+	if raw == "" {
+		return "repo_url must not be empty"
+	}
+	if len(raw) > maxRepoURL {
+		return "repo_url is too long"
+	}
+	for _, r := range raw {
+		if unicode.IsControl(r) || unicode.IsSpace(r) {
+			return "repo_url must not contain spaces or control characters"
+		}
+	}
+	hostedOnly := "Only https repository URLs are accepted (for example https://github.com/owner/repo)"
+	if strings.HasPrefix(raw, "/") {
+		if !allowLocal {
+			return hostedOnly
+		}
+		if path.Clean(raw) != strings.TrimSuffix(raw, "/") && path.Clean(raw)+"/" != raw {
+			return "a local repository path must be absolute and clean (no . or .. segments)"
+		}
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		if allowLocal {
+			return "repo_url must be an absolute URL or an absolute path"
+		}
+		return hostedOnly
+	}
+	if u.User != nil {
+		return "repo_url must not contain credentials"
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "repo_url must not have a query or a fragment"
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "file":
+		if !allowLocal {
+			return hostedOnly
+		}
+		if u.Host != "" && u.Host != "localhost" {
+			return "a file:// URL must name a path on this machine"
+		}
+		if !strings.HasPrefix(u.Path, "/") || strings.Contains("/"+u.Path+"/", "/../") {
+			return "a file:// URL must hold an absolute path without .. segments"
+		}
+		return ""
+	case "http":
+		if !allowLocal {
+			return hostedOnly
+		}
+	case "https":
+	default:
+		if allowLocal {
+			return "repo_url must be an https, http or file URL, or an absolute path"
+		}
+		return hostedOnly
+	}
+	host := u.Hostname()
+	if host == "" {
+		return "repo_url must name a host"
+	}
+	if allowLocal {
+		return ""
+	}
+	lower := strings.ToLower(strings.TrimSuffix(host, "."))
+	if lower == "localhost" || strings.HasSuffix(lower, ".localhost") {
+		return "repo_url must name a public host"
+	}
+	if a, err := netip.ParseAddr(host); err == nil && !PublicAddr(a) {
+		return "repo_url must name a public host"
+	}
+	return ""
+}
+
+// nonPublic are ranges that netip's predicates do not cover.
+var nonPublic = []netip.Prefix{
+	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
+	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
+	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
+	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
+	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
+	netip.MustParsePrefix("198.51.100.0/24"), // documentation
+	netip.MustParsePrefix("203.0.113.0/24"),  // documentation
+	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, broadcast
+	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
+	netip.MustParsePrefix("2001:db8::/32"),   // documentation
+}
+
+// PublicAddr reports whether a is a public unicast address: not loopback,
+// private, link-local, unspecified, multicast or otherwise reserved.
+// IPv4-mapped IPv6 addresses are judged as their IPv4 address.
+func PublicAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() ||
+		a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
+		return false
+	}
+	for _, p := range nonPublic {
+		if p.Contains(a) {
+			return false
+		}
+	}
+	return true
+}
+
+// normalizeRepoURL maps the spellings of one repository to one key, so a
+// push webhook (which names the repository as clone_url, html_url or
+// ssh_url) finds the deployments built from it: scheme and credentials,
+// a trailing ".git" and slashes are dropped, and the host is lower-cased.
+func normalizeRepoURL(raw string) string {
+	raw = strings.TrimSpace(raw)
+	if strings.HasPrefix(raw, "/") {
+		return "file:" + strings.TrimSuffix(strings.TrimSuffix(path.Clean(raw), "/.git"), ".git")
+	}
+	// scp-like ssh form: git@host:owner/repo.git
+	if at := strings.Index(raw, "@"); at >= 0 && !strings.Contains(raw, "://") {
+		if colon := strings.Index(raw[at:], ":"); colon > 0 {
+			raw = "ssh://" + raw[:at+colon] + "/" + raw[at+colon+1:]
+		}
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	p := strings.TrimRight(u.Path, "/")
+	p = strings.TrimSuffix(p, ".git")
+	if strings.EqualFold(u.Scheme, "file") {
+		return "file:" + strings.TrimSuffix(path.Clean("/"+p), "/")
+	}
+	return strings.ToLower(u.Host) + p
+}
