@@ -105,36 +105,36 @@ type ListenerConfig struct {
 // ResourceSpec sizes an external_container deployment. Unset limits are
 // filled with their defaults when the spec is accepted.
 type ResourceSpec struct {
-	MinScale           *int64             `json:"min_scale"`
-	MaxScale           *int64             `json:"max_scale"`
-	CPU                *float64           `json:"cpu"`
-	CPULimit           *float64           `json:"cpu_limit"`
-	MemoryMB           *int64             `json:"memory_mb"`
-	MemoryLimitMB      *int64             `json:"memory_limit_mb"`
-	QueueMinScale      *int64             `json:"queue_min_scale"`
-	QueueMaxScale      *int64             `json:"queue_max_scale"`
-	QueueCPU           *float64           `json:"queue_cpu"`
-	QueueCPULimit      *float64           `json:"queue_cpu_limit"`
-	QueueMemoryMB      *int64             `json:"queue_memory_mb"`
-	QueueMemoryLimitMB *int64             `json:"queue_memory_limit_mb"`
-	RedisCPU           *float64           `json:"redis_cpu"`
-	RedisCPULimit      *float64           `json:"redis_cpu_limit"`
-	RedisMemoryMB      *int64             `json:"redis_memory_mb"`
-	RedisMemoryLimitMB *int64             `json:"redis_memory_limit_mb"`
-	DBCPU              *float64           `json:"db_cpu"`
-	DBCPULimit         *float64           `json:"db_cpu_limit"`
-	DBMemoryMB         *int64             `json:"db_memory_mb"`
-	DBMemoryLimitMB    *int64             `json:"db_memory_limit_mb"`
-	DBStorageGi        *int64             `json:"db_storage_gi"`
-	DBMaxConnections   *int64             `json:"db_max_connections"`
-	Labels             map[string]string  `json:"labels"`
-	Annotations        map[string]string  `json:"annotations"`
-	ServiceAccountName *string            `json:"service_account_name"`
-	ImagePullSecrets   []ObjectReference  `json:"image_pull_secrets"`
-	Volumes            []Volume           `json:"volumes"`
-	VolumeMounts       []VolumeMount      `json:"volume_mounts"`
-	InitContainers     []Container        `json:"init_containers"`
-	Sidecars           []Container        `json:"sidecars"`
+	MinScale           *int64            `json:"min_scale"`
+	MaxScale           *int64            `json:"max_scale"`
+	CPU                *float64          `json:"cpu"`
+	CPULimit           *float64          `json:"cpu_limit"`
+	MemoryMB           *int64            `json:"memory_mb"`
+	MemoryLimitMB      *int64            `json:"memory_limit_mb"`
+	QueueMinScale      *int64            `json:"queue_min_scale"`
+	QueueMaxScale      *int64            `json:"queue_max_scale"`
+	QueueCPU           *float64          `json:"queue_cpu"`
+	QueueCPULimit      *float64          `json:"queue_cpu_limit"`
+	QueueMemoryMB      *int64            `json:"queue_memory_mb"`
+	QueueMemoryLimitMB *int64            `json:"queue_memory_limit_mb"`
+	RedisCPU           *float64          `json:"redis_cpu"`
+	RedisCPULimit      *float64          `json:"redis_cpu_limit"`
+	RedisMemoryMB      *int64            `json:"redis_memory_mb"`
+	RedisMemoryLimitMB *int64            `json:"redis_memory_limit_mb"`
+	DBCPU              *float64          `json:"db_cpu"`
+	DBCPULimit         *float64          `json:"db_cpu_limit"`
+	DBMemoryMB         *int64            `json:"db_memory_mb"`
+	DBMemoryLimitMB    *int64            `json:"db_memory_limit_mb"`
+	DBStorageGi        *int64            `json:"db_storage_gi"`
+	DBMaxConnections   *int64            `json:"db_max_connections"`
+	Labels             map[string]string `json:"labels"`
+	Annotations        map[string]string `json:"annotations"`
+	ServiceAccountName *string           `json:"service_account_name"`
+	ImagePullSecrets   []ObjectReference `json:"image_pull_secrets"`
+	Volumes            []Volume          `json:"volumes"`
+	VolumeMounts       []VolumeMount     `json:"volume_mounts"`
+	InitContainers     []Container       `json:"init_containers"`
+	Sidecars           []Container       `json:"sidecars"`
 	reservedFields
 }
 
@@ -260,8 +260,8 @@ type deployment struct {
 	// number in the same versioned write, so the order is total.
 	RevisionCount int64 `json:"revision_count"`
 
-	TracingProjectID     string `json:"tracing_project_id"`
-	DeleteTracingProject bool   `json:"delete_tracing_project,omitempty"`
+	TracingProjectID     string     `json:"tracing_project_id"`
+	DeleteTracingProject bool       `json:"delete_tracing_project,omitempty"`
 	DeleteRequestedAt    *time.Time `json:"delete_requested_at,omitempty"`
 }
 
