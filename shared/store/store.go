@@ -255,3 +255,52 @@ func Size(it Item) int {
 func Live(it Item, now time.Time) bool {
 	return it.ExpiresAt.IsZero() || now.Before(it.ExpiresAt)
 }
+
+// CheckItem validates an item for writing: a full key, known indexes, and
+// at most MaxItemSize. Adapters call it so they reject the same items.
+func CheckItem(it Item) error {
+	if !ValidKey(it.Key) {
+		return fmt.Errorf("%w: empty key", ErrInvalid)
+	}
+	for name := range it.Indexes {
+		if name == "" || !ValidIndex(name) {
+			return fmt.Errorf("%w: unknown index %q", ErrInvalid, name)
+		}
+	}
+	if Size(it) > MaxItemSize {
+		return ErrTooLarge
+	}
+	return nil
+}
+
+// CheckTx validates a transaction: 1 to MaxTxOps operations of known kinds,
+// valid items and keys, no key touched twice.
+func CheckTx(ops []TxOp) error {
+	if len(ops) == 0 || len(ops) > MaxTxOps {
+		return fmt.Errorf("%w: a transaction holds 1 to %d operations", ErrInvalid, MaxTxOps)
+	}
+	seen := make(map[Key]bool, len(ops))
+	for _, op := range ops {
+		k := op.Key
+		switch op.Kind {
+		case OpPut:
+			if err := CheckItem(op.Item); err != nil {
+				return err
+			}
+			k = op.Item.Key
+		case OpUpdate:
+			k = op.Update.Key
+		case OpDelete, OpCheck:
+		default:
+			return fmt.Errorf("%w: unknown operation kind %d", ErrInvalid, op.Kind)
+		}
+		if !ValidKey(k) {
+			return fmt.Errorf("%w: empty key", ErrInvalid)
+		}
+		if seen[k] {
+			return fmt.Errorf("%w: two operations on %q/%q", ErrInvalid, k.PK, k.SK)
+		}
+		seen[k] = true
+	}
+	return nil
+}

@@ -204,21 +204,6 @@ func check(c store.Condition, r record, exists bool) error {
 	return nil
 }
 
-func validItem(it store.Item) error {
-	if !store.ValidKey(it.Key) {
-		return fmt.Errorf("%w: empty key", store.ErrInvalid)
-	}
-	for name := range it.Indexes {
-		if name == "" || !store.ValidIndex(name) {
-			return fmt.Errorf("%w: unknown index %q", store.ErrInvalid, name)
-		}
-	}
-	if store.Size(it) > store.MaxItemSize {
-		return store.ErrTooLarge
-	}
-	return nil
-}
-
 // write replaces k's record (old may be a dead or absent record) and its
 // index entries.
 func write(tx *bolt.Tx, k store.Key, old record, hadOld bool, nr record) error {
@@ -291,7 +276,7 @@ func (s *Store) putTx(tx *bolt.Tx, it store.Item, c store.Condition) (record, er
 
 // Put implements store.Store.
 func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (store.Item, error) {
-	if err := validItem(it); err != nil {
+	if err := store.CheckItem(it); err != nil {
 		return store.Item{}, err
 	}
 	var out store.Item
@@ -421,31 +406,8 @@ func (s *Store) Delete(ctx context.Context, k store.Key, c store.Condition) erro
 
 // Transact implements store.Store.
 func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
-	if len(ops) == 0 || len(ops) > store.MaxTxOps {
-		return fmt.Errorf("%w: a transaction holds 1 to %d operations", store.ErrInvalid, store.MaxTxOps)
-	}
-	seen := map[store.Key]bool{}
-	for _, op := range ops {
-		k := op.Key
-		switch op.Kind {
-		case store.OpPut:
-			if err := validItem(op.Item); err != nil {
-				return err
-			}
-			k = op.Item.Key
-		case store.OpUpdate:
-			k = op.Update.Key
-		case store.OpDelete, store.OpCheck:
-		default:
-			return fmt.Errorf("%w: unknown operation kind %d", store.ErrInvalid, op.Kind)
-		}
-		if !store.ValidKey(k) {
-			return fmt.Errorf("%w: empty key", store.ErrInvalid)
-		}
-		if seen[k] {
-			return fmt.Errorf("%w: two operations on %q/%q", store.ErrInvalid, k.PK, k.SK)
-		}
-		seen[k] = true
+	if err := store.CheckTx(ops); err != nil {
+		return err
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		// Check every condition before any write, so a failure reports the

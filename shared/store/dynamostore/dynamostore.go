@@ -238,21 +238,6 @@ func mapErr(err error) error {
 	return err
 }
 
-func validItem(it store.Item) error {
-	if !store.ValidKey(it.Key) {
-		return fmt.Errorf("%w: empty key", store.ErrInvalid)
-	}
-	for name := range it.Indexes {
-		if name == "" || !store.ValidIndex(name) {
-			return fmt.Errorf("%w: unknown index %q", store.ErrInvalid, name)
-		}
-	}
-	if store.Size(it) > store.MaxItemSize {
-		return store.ErrTooLarge
-	}
-	return nil
-}
-
 func (s *Store) raw(ctx context.Context, k store.Key) (map[string]av, error) {
 	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: keyOf(k), ConsistentRead: aws.Bool(true)})
 	if err != nil {
@@ -320,7 +305,7 @@ func (s *Store) guardedPut(ctx context.Context, it store.Item, c store.Condition
 
 // Put implements store.Store.
 func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (store.Item, error) {
-	if err := validItem(it); err != nil {
+	if err := store.CheckItem(it); err != nil {
 		return store.Item{}, err
 	}
 	for i := 0; i < maxRetries; i++ {
@@ -458,31 +443,8 @@ func (s *Store) Delete(ctx context.Context, k store.Key, c store.Condition) erro
 
 // Transact implements store.Store with TransactWriteItems.
 func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
-	if len(ops) == 0 || len(ops) > store.MaxTxOps {
-		return fmt.Errorf("%w: a transaction holds 1 to %d operations", store.ErrInvalid, store.MaxTxOps)
-	}
-	seen := map[store.Key]bool{}
-	for _, op := range ops {
-		k := op.Key
-		switch op.Kind {
-		case store.OpPut:
-			if err := validItem(op.Item); err != nil {
-				return err
-			}
-			k = op.Item.Key
-		case store.OpUpdate:
-			k = op.Update.Key
-		case store.OpDelete, store.OpCheck:
-		default:
-			return fmt.Errorf("%w: unknown operation kind %d", store.ErrInvalid, op.Kind)
-		}
-		if !store.ValidKey(k) {
-			return fmt.Errorf("%w: empty key", store.ErrInvalid)
-		}
-		if seen[k] {
-			return fmt.Errorf("%w: two operations on %q/%q", store.ErrInvalid, k.PK, k.SK)
-		}
-		seen[k] = true
+	if err := store.CheckTx(ops); err != nil {
+		return err
 	}
 	for attempt := 0; attempt < maxRetries; attempt++ {
 		items := make([]types.TransactWriteItem, len(ops))
