@@ -58,7 +58,9 @@ type Key struct {
 }
 
 // IndexKey is an item's key in one secondary index. An empty PK means the
-// item is absent from that index (a sparse GSI).
+// item is absent from that index (a sparse GSI). A present entry needs a
+// non-empty SK too (DynamoDB refuses empty index key strings): adapters
+// reject one without it as ErrInvalid.
 type IndexKey struct {
 	PK string
 	SK string
@@ -235,7 +237,10 @@ func ValidIndex(name string) bool {
 // Size estimates an item's stored size the way DynamoDB counts it; adapters
 // reject items above MaxItemSize with ErrTooLarge so both behave alike.
 func Size(it Item) int {
-	n := 2 + len(it.PK) + 2 + len(it.SK) + 1 + len(it.Data) + 1 + 8
+	// A number costs DynamoDB up to 11 bytes for 19 digits (one byte per
+	// two digits, plus one); counting that keeps Size an upper bound.
+	const numSize = 11
+	n := 2 + len(it.PK) + 2 + len(it.SK) + 1 + len(it.Data) + 1 + numSize
 	for name, k := range it.Indexes {
 		if k.PK == "" {
 			continue
@@ -243,10 +248,10 @@ func Size(it Item) int {
 		n += len(name) + 2 + len(k.PK) + len(name) + 2 + len(k.SK)
 	}
 	for name := range it.Nums {
-		n += len(name) + 8
+		n += len(NumPrefix) + len(name) + numSize
 	}
 	if !it.ExpiresAt.IsZero() {
-		n += 3 + 8
+		n += 3 + numSize
 	}
 	return n
 }

@@ -1,31 +1,48 @@
 // Package boltstore is the embedded adapter of the store port, over bbolt.
 //
-// Layout: one bucket for the base table and one per secondary index. Keys
-// are order-preserving encodings of (pk, sk) — and, in an index bucket,
-// (index pk, index sk, pk, sk) — so that bbolt's byte order is the port's
-// string order and no key of one partition can be a prefix of another's.
-// Index entries are written in the same bbolt transaction as their item.
+// Layout: one bucket for the base table, one per secondary index and one of
+// expiry times. Keys are order-preserving, prefix-free encodings of
+// (pk, sk) — in an index bucket (index pk, index sk, pk, sk); in the expiry
+// bucket (expiry, pk, sk) — so bbolt's byte order is the port's string
+// order, and no key of one partition can run into another's whatever bytes
+// the strings hold. Index and expiry entries are written in the same bbolt
+// transaction as their item. Expired items are invisible at once; a
+// background sweep removes them physically.
 package boltstore
 
 import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"sync"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/store"
 	bolt "go.etcd.io/bbolt"
 )
 
-var baseBucket = []byte("items")
+var (
+	baseBucket   = []byte("items")
+	expiryBucket = []byte("expiry")
+)
+
+// pageSize is the page of a query whose Limit is 0.
+const pageSize = 100
+
+// sweepEvery is how often expired items are physically removed.
+const sweepEvery = time.Minute
 
 // Store is a bbolt-backed store.Store.
 type Store struct {
-	db  *bolt.DB
-	now func() time.Time
+	db   *bolt.DB
+	stop chan struct{}
+	done sync.WaitGroup
+	once sync.Once
 }
 
 var _ store.Store = (*Store)(nil)
@@ -37,11 +54,8 @@ func Open(path string) (*Store, error) {
 		return nil, err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		if _, err := tx.CreateBucketIfNotExists(baseBucket); err != nil {
-			return err
-		}
-		for _, n := range store.IndexNames {
-			if _, err := tx.CreateBucketIfNotExists([]byte(n)); err != nil {
+		for _, name := range append([]string{string(baseBucket), string(expiryBucket)}, store.IndexNames...) {
+			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
 				return err
 			}
 		}
@@ -51,14 +65,90 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	return &Store{db: db, now: time.Now}, nil
+	s := &Store{db: db, stop: make(chan struct{})}
+	s.done.Add(1)
+	go s.sweep()
+	return s, nil
 }
 
-// SetClock replaces the clock (tests of TTL).
-func (s *Store) SetClock(now func() time.Time) { s.now = now }
+// Close stops the sweep and closes the database.
+func (s *Store) Close() error {
+	s.once.Do(func() { close(s.stop) })
+	s.done.Wait()
+	return s.db.Close()
+}
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) sweep() {
+	defer s.done.Done()
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			// A failed sweep is retried on the next tick; reads already
+			// hide what it could not remove.
+			_, _ = s.Purge(context.Background())
+		}
+	}
+}
+
+// Purge physically removes the items that have expired, and reports how
+// many it removed. Expired items are invisible already; this frees space.
+func (s *Store) Purge(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		n, err := s.purgeBatch(time.Now(), 500)
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+}
+
+func (s *Store) purgeBatch(now time.Time, max int) (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(expiryBucket).Cursor()
+		limit := expiryPrefix(nanos(now) + 1)
+		var due [][]byte
+		for k, _ := c.First(); k != nil && bytes.Compare(k, limit) < 0 && len(due) < max; k, _ = c.Next() {
+			due = append(due, bytes.Clone(k))
+		}
+		for _, ek := range due {
+			if len(ek) < 8 {
+				return errors.New("boltstore: corrupt expiry key")
+			}
+			pk, rest, ok1 := unesc(ek[8:])
+			sk, _, ok2 := unesc(rest)
+			if !ok1 || !ok2 {
+				return errors.New("boltstore: corrupt expiry key")
+			}
+			k := store.Key{PK: pk, SK: sk}
+			r, found, err := load(tx, k)
+			if err != nil {
+				return err
+			}
+			if found && !r.live(now) {
+				if err := remove(tx, k, r); err != nil {
+					return err
+				}
+				n++
+			}
+			// remove dropped the entry; a stale one (its item was rewritten)
+			// goes too.
+			if err := tx.Bucket(expiryBucket).Delete(ek); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}
 
 // record is the stored form of an item.
 type record struct {
@@ -66,7 +156,21 @@ type record struct {
 	D []byte               `json:"d,omitempty"`
 	N map[string]int64     `json:"n,omitempty"`
 	V int64                `json:"v"`
-	E int64                `json:"e,omitempty"` // expiry, unix nanoseconds
+	E int64                `json:"e,omitempty"` // expiry, unix nanoseconds; 0 = never
+}
+
+func (r record) live(now time.Time) bool { return r.E == 0 || nanos(now) < r.E }
+
+// nanos is t in unix nanoseconds, clamped to what an int64 holds; a time at
+// or before 1970 becomes 1 so that it still counts as an expiry.
+func nanos(t time.Time) int64 {
+	switch {
+	case t.Unix() >= math.MaxInt64/int64(time.Second):
+		return math.MaxInt64
+	case t.UnixNano() <= 0:
+		return 1
+	}
+	return t.UnixNano()
 }
 
 // esc appends s with 0x00 and 0x01 escaped, then a 0x00 terminator; the
@@ -85,7 +189,8 @@ func esc(dst []byte, s string) []byte {
 	return append(dst, 0x00)
 }
 
-// escOpen is esc without the terminator (for prefix seeks).
+// escOpen is esc without the terminator: the prefix of every encoded
+// string that starts with s.
 func escOpen(dst []byte, s string) []byte {
 	out := esc(dst, s)
 	return out[:len(out)-1]
@@ -93,7 +198,7 @@ func escOpen(dst []byte, s string) []byte {
 
 // unesc decodes one escaped string from b and returns it and the rest.
 func unesc(b []byte) (string, []byte, bool) {
-	var out []byte
+	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); i++ {
 		switch b[i] {
 		case 0x00:
@@ -113,14 +218,21 @@ func unesc(b []byte) (string, []byte, bool) {
 
 func baseKey(k store.Key) []byte { return esc(esc(nil, k.PK), k.SK) }
 
-func indexKey(ik store.IndexKey, k store.Key) []byte {
-	return esc(esc(esc(esc(nil, ik.PK), ik.SK), k.PK), k.SK)
+func indexKey(ik [2]string, k store.Key) []byte {
+	return esc(esc(esc(esc(nil, ik[0]), ik[1]), k.PK), k.SK)
 }
 
+func expiryPrefix(e int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(e)) }
+
+func expiryKey(e int64, k store.Key) []byte { return esc(esc(expiryPrefix(e), k.PK), k.SK) }
+
 func toRecord(it store.Item) record {
-	r := record{D: it.Data, V: it.Version}
+	r := record{D: bytes.Clone(it.Data), V: it.Version}
 	if len(it.Nums) > 0 {
-		r.N = it.Nums
+		r.N = make(map[string]int64, len(it.Nums))
+		for k, v := range it.Nums {
+			r.N[k] = v
+		}
 	}
 	for name, ik := range it.Indexes {
 		if ik.PK != "" {
@@ -131,7 +243,7 @@ func toRecord(it store.Item) record {
 		}
 	}
 	if !it.ExpiresAt.IsZero() {
-		r.E = it.ExpiresAt.UnixNano()
+		r.E = nanos(it.ExpiresAt)
 	}
 	return r
 }
@@ -142,10 +254,13 @@ func fromRecord(k store.Key, r record) store.Item {
 		it.Data = []byte{}
 	}
 	if len(r.N) > 0 {
-		it.Nums = r.N
+		it.Nums = make(map[string]int64, len(r.N))
+		for name, v := range r.N {
+			it.Nums[name] = v
+		}
 	}
 	if len(r.I) > 0 {
-		it.Indexes = map[string]store.IndexKey{}
+		it.Indexes = make(map[string]store.IndexKey, len(r.I))
 		for name, v := range r.I {
 			it.Indexes[name] = store.IndexKey{PK: v[0], SK: v[1]}
 		}
@@ -156,10 +271,8 @@ func fromRecord(k store.Key, r record) store.Item {
 	return it
 }
 
-func (s *Store) live(r record) bool { return r.E == 0 || s.now().UnixNano() < r.E }
-
-// load reads the live record of k in tx.
-func (s *Store) load(tx *bolt.Tx, k store.Key) (record, bool, error) {
+// load reads k's stored record, live or not.
+func load(tx *bolt.Tx, k store.Key) (record, bool, error) {
 	v := tx.Bucket(baseBucket).Get(baseKey(k))
 	if v == nil {
 		return record{}, false, nil
@@ -168,50 +281,85 @@ func (s *Store) load(tx *bolt.Tx, k store.Key) (record, bool, error) {
 	if err := json.Unmarshal(v, &r); err != nil {
 		return record{}, false, fmt.Errorf("boltstore: corrupt item %q/%q: %w", k.PK, k.SK, err)
 	}
-	if !s.live(r) {
-		return r, false, nil
-	}
 	return r, true, nil
 }
 
-func check(c store.Condition, r record, exists bool) error {
-	switch c.Kind {
-	case store.Always:
-		return nil
-	case store.IfNotExists:
-		if exists {
-			return store.ErrConditionFailed
-		}
-	case store.IfExists:
-		if !exists {
-			return store.ErrConditionFailed
-		}
-	case store.IfVersion:
-		if !exists || r.V != c.Version {
-			return store.ErrConditionFailed
-		}
-	case store.IfNumBelow:
-		var n int64
-		if exists {
-			n = r.N[c.Num]
-		}
-		if n >= c.Limit {
-			return store.ErrConditionFailed
-		}
-	default:
+// loadLive reads k's record; live is false when it is absent or expired.
+func loadLive(tx *bolt.Tx, k store.Key, now time.Time) (r record, found, live bool, err error) {
+	r, found, err = load(tx, k)
+	return r, found, found && r.live(now), err
+}
+
+func validCond(c store.Condition) error {
+	if c.Kind < store.Always || c.Kind > store.IfNumBelow {
 		return fmt.Errorf("%w: unknown condition kind %d", store.ErrInvalid, c.Kind)
 	}
 	return nil
 }
 
-// write replaces k's record (old may be a dead or absent record) and its
-// index entries.
+func check(c store.Condition, r record, live bool) error {
+	ok := true
+	switch c.Kind {
+	case store.IfNotExists:
+		ok = !live
+	case store.IfExists:
+		ok = live
+	case store.IfVersion:
+		ok = live && r.V == c.Version
+	case store.IfNumBelow:
+		var n int64
+		if live {
+			n = r.N[c.Num]
+		}
+		ok = n < c.Limit
+	}
+	if !ok {
+		return store.ErrConditionFailed
+	}
+	return nil
+}
+
+func validIndexes(m map[string]store.IndexKey) error {
+	for name, ik := range m {
+		if name == "" || !store.ValidIndex(name) {
+			return fmt.Errorf("%w: unknown index %q", store.ErrInvalid, name)
+		}
+		if ik.PK != "" && ik.SK == "" {
+			return fmt.Errorf("%w: index %s entry without a sort key", store.ErrInvalid, name)
+		}
+	}
+	return nil
+}
+
+func validItem(it store.Item) error {
+	if !store.ValidKey(it.Key) {
+		return fmt.Errorf("%w: empty key", store.ErrInvalid)
+	}
+	if err := validIndexes(it.Indexes); err != nil {
+		return err
+	}
+	if store.Size(it) > store.MaxItemSize {
+		return store.ErrTooLarge
+	}
+	return nil
+}
+
+func validUpdate(u store.Update) error {
+	if !store.ValidKey(u.Key) {
+		return fmt.Errorf("%w: empty key", store.ErrInvalid)
+	}
+	if err := validIndexes(u.SetIndexes); err != nil {
+		return err
+	}
+	return validCond(u.Cond)
+}
+
+// write replaces k's record (old is what was stored, live or not) and its
+// index and expiry entries.
 func write(tx *bolt.Tx, k store.Key, old record, hadOld bool, nr record) error {
 	if hadOld {
-		for name, v := range old.I {
-			if err := tx.Bucket([]byte(name)).Delete(indexKey(store.IndexKey{PK: v[0], SK: v[1]}, k)); err != nil {
-				return err
-			}
+		if err := dropEntries(tx, k, old); err != nil {
+			return err
 		}
 	}
 	b, err := json.Marshal(nr)
@@ -222,18 +370,31 @@ func write(tx *bolt.Tx, k store.Key, old record, hadOld bool, nr record) error {
 		return err
 	}
 	for name, v := range nr.I {
-		if err := tx.Bucket([]byte(name)).Put(indexKey(store.IndexKey{PK: v[0], SK: v[1]}, k), nil); err != nil {
+		if err := tx.Bucket([]byte(name)).Put(indexKey(v, k), nil); err != nil {
 			return err
 		}
+	}
+	if nr.E != 0 {
+		return tx.Bucket(expiryBucket).Put(expiryKey(nr.E, k), nil)
+	}
+	return nil
+}
+
+func dropEntries(tx *bolt.Tx, k store.Key, old record) error {
+	for name, v := range old.I {
+		if err := tx.Bucket([]byte(name)).Delete(indexKey(v, k)); err != nil {
+			return err
+		}
+	}
+	if old.E != 0 {
+		return tx.Bucket(expiryBucket).Delete(expiryKey(old.E, k))
 	}
 	return nil
 }
 
 func remove(tx *bolt.Tx, k store.Key, old record) error {
-	for name, v := range old.I {
-		if err := tx.Bucket([]byte(name)).Delete(indexKey(store.IndexKey{PK: v[0], SK: v[1]}, k)); err != nil {
-			return err
-		}
+	if err := dropEntries(tx, k, old); err != nil {
+		return err
 	}
 	return tx.Bucket(baseBucket).Delete(baseKey(k))
 }
@@ -245,11 +406,11 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 	}
 	var it store.Item
 	err := s.db.View(func(tx *bolt.Tx) error {
-		r, ok, err := s.load(tx, k)
+		r, _, live, err := loadLive(tx, k, time.Now())
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if !live {
 			return store.ErrNotFound
 		}
 		it = fromRecord(k, r)
@@ -258,30 +419,33 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 	return it, err
 }
 
-func (s *Store) putTx(tx *bolt.Tx, it store.Item, c store.Condition) (record, error) {
-	old, exists, err := s.load(tx, it.Key)
+func putTx(tx *bolt.Tx, it store.Item, c store.Condition, now time.Time) (record, error) {
+	old, found, live, err := loadLive(tx, it.Key, now)
 	if err != nil {
 		return record{}, err
 	}
-	if err := check(c, old, exists); err != nil {
+	if err := check(c, old, live); err != nil {
 		return record{}, err
 	}
 	nr := toRecord(it)
 	nr.V = 1
-	if exists {
+	if live {
 		nr.V = old.V + 1
 	}
-	return nr, write(tx, it.Key, old, old.V != 0 || old.I != nil, nr)
+	return nr, write(tx, it.Key, old, found, nr)
 }
 
 // Put implements store.Store.
 func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (store.Item, error) {
-	if err := store.CheckItem(it); err != nil {
+	if err := validItem(it); err != nil {
+		return store.Item{}, err
+	}
+	if err := validCond(c); err != nil {
 		return store.Item{}, err
 	}
 	var out store.Item
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		nr, err := s.putTx(tx, it, c)
+		nr, err := putTx(tx, it, c, time.Now())
 		out = fromRecord(it.Key, nr)
 		return err
 	})
@@ -291,23 +455,21 @@ func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (stor
 	return out, nil
 }
 
-func (s *Store) updateTx(tx *bolt.Tx, u store.Update) (record, error) {
-	old, exists, err := s.load(tx, u.Key)
+func updateTx(tx *bolt.Tx, u store.Update, now time.Time) (record, error) {
+	old, found, live, err := loadLive(tx, u.Key, now)
 	if err != nil {
 		return record{}, err
 	}
-	if err := check(u.Cond, old, exists); err != nil {
+	if err := check(u.Cond, old, live); err != nil {
 		return record{}, err
 	}
-	var nr record
-	if exists {
+	// An expired item counts as absent: the update starts from nothing.
+	nr := record{V: 1}
+	if live {
 		nr = old
-		nr.N = cloneNums(old.N)
-		nr.I = cloneIdx(old.I)
-	}
-	nr.V++
-	if !exists {
-		nr.V = 1
+		nr.V++
+		nr.N = cloneMap(old.N)
+		nr.I = cloneMap(old.I)
 	}
 	for name, d := range u.Add {
 		if nr.N == nil {
@@ -316,12 +478,9 @@ func (s *Store) updateTx(tx *bolt.Tx, u store.Update) (record, error) {
 		nr.N[name] += d
 	}
 	if u.SetData != nil {
-		nr.D = u.SetData
+		nr.D = bytes.Clone(u.SetData)
 	}
 	for name, ik := range u.SetIndexes {
-		if name == "" || !store.ValidIndex(name) {
-			return record{}, fmt.Errorf("%w: unknown index %q", store.ErrInvalid, name)
-		}
 		if ik.PK == "" {
 			delete(nr.I, name)
 			continue
@@ -334,31 +493,20 @@ func (s *Store) updateTx(tx *bolt.Tx, u store.Update) (record, error) {
 	if u.SetExpiresAt != nil {
 		nr.E = 0
 		if !u.SetExpiresAt.IsZero() {
-			nr.E = u.SetExpiresAt.UnixNano()
+			nr.E = nanos(*u.SetExpiresAt)
 		}
 	}
 	if store.Size(fromRecord(u.Key, nr)) > store.MaxItemSize {
 		return record{}, store.ErrTooLarge
 	}
-	return nr, write(tx, u.Key, old, old.V != 0 || old.I != nil, nr)
+	return nr, write(tx, u.Key, old, found, nr)
 }
 
-func cloneNums(m map[string]int64) map[string]int64 {
+func cloneMap[V any](m map[string]V) map[string]V {
 	if m == nil {
 		return nil
 	}
-	out := make(map[string]int64, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func cloneIdx(m map[string][2]string) map[string][2]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string][2]string, len(m))
+	out := make(map[string]V, len(m))
 	for k, v := range m {
 		out[k] = v
 	}
@@ -367,12 +515,12 @@ func cloneIdx(m map[string][2]string) map[string][2]string {
 
 // Update implements store.Store.
 func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) {
-	if !store.ValidKey(u.Key) {
-		return store.Item{}, fmt.Errorf("%w: empty key", store.ErrInvalid)
+	if err := validUpdate(u); err != nil {
+		return store.Item{}, err
 	}
 	var out store.Item
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		nr, err := s.updateTx(tx, u)
+		nr, err := updateTx(tx, u, time.Now())
 		out = fromRecord(u.Key, nr)
 		return err
 	})
@@ -382,15 +530,15 @@ func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) 
 	return out, nil
 }
 
-func (s *Store) deleteTx(tx *bolt.Tx, k store.Key, c store.Condition) error {
-	old, exists, err := s.load(tx, k)
+func deleteTx(tx *bolt.Tx, k store.Key, c store.Condition, now time.Time) error {
+	old, found, live, err := loadLive(tx, k, now)
 	if err != nil {
 		return err
 	}
-	if err := check(c, old, exists); err != nil {
+	if err := check(c, old, live); err != nil {
 		return err
 	}
-	if old.V == 0 && old.I == nil && !exists {
+	if !found {
 		return nil
 	}
 	return remove(tx, k, old)
@@ -401,50 +549,88 @@ func (s *Store) Delete(ctx context.Context, k store.Key, c store.Condition) erro
 	if !store.ValidKey(k) {
 		return fmt.Errorf("%w: empty key", store.ErrInvalid)
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return s.deleteTx(tx, k, c) })
-}
-
-// Transact implements store.Store.
-func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
-	if err := store.CheckTx(ops); err != nil {
+	if err := validCond(c); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		// Check every condition before any write, so a failure reports the
-		// first failing operation and bbolt rolls back nothing partial.
-		for i, op := range ops {
-			var k store.Key
-			c := op.Cond
-			switch op.Kind {
-			case store.OpPut:
-				k = op.Item.Key
-			case store.OpUpdate:
-				k, c = op.Update.Key, op.Update.Cond
-			default:
-				k = op.Key
+	return s.db.Update(func(tx *bolt.Tx) error { return deleteTx(tx, k, c, time.Now()) })
+}
+
+// txKey returns the key and condition of a validated operation.
+func txKey(op store.TxOp) (store.Key, store.Condition) {
+	switch op.Kind {
+	case store.OpPut:
+		return op.Item.Key, op.Cond
+	case store.OpUpdate:
+		return op.Update.Key, op.Update.Cond
+	}
+	return op.Key, op.Cond
+}
+
+func validTx(ops []store.TxOp) error {
+	if len(ops) == 0 || len(ops) > store.MaxTxOps {
+		return fmt.Errorf("%w: a transaction holds 1 to %d operations", store.ErrInvalid, store.MaxTxOps)
+	}
+	seen := make(map[store.Key]bool, len(ops))
+	for i, op := range ops {
+		switch op.Kind {
+		case store.OpPut:
+			if err := validItem(op.Item); err != nil {
+				return err
 			}
-			r, exists, err := s.load(tx, k)
+		case store.OpUpdate:
+			if err := validUpdate(op.Update); err != nil {
+				return err
+			}
+		case store.OpDelete, store.OpCheck:
+			if !store.ValidKey(op.Key) {
+				return fmt.Errorf("%w: empty key", store.ErrInvalid)
+			}
+		default:
+			return fmt.Errorf("%w: operation %d: unknown kind %d", store.ErrInvalid, i, op.Kind)
+		}
+		k, c := txKey(op)
+		if err := validCond(c); err != nil {
+			return err
+		}
+		if seen[k] {
+			return fmt.Errorf("%w: two operations on %q/%q", store.ErrInvalid, k.PK, k.SK)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// Transact implements store.Store: one bbolt transaction, rolled back
+// whole on any error.
+func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
+	if err := validTx(ops); err != nil {
+		return err
+	}
+	now := time.Now()
+	return s.db.Update(func(tx *bolt.Tx) error {
+		// Every condition is checked before any write (operations touch
+		// distinct keys, so none can change another's outcome).
+		for i, op := range ops {
+			k, c := txKey(op)
+			r, _, live, err := loadLive(tx, k, now)
 			if err != nil {
 				return err
 			}
-			if err := check(c, r, exists); err != nil {
-				if errors.Is(err, store.ErrConditionFailed) {
-					return &store.TxConditionError{Index: i}
-				}
-				return err
+			if err := check(c, r, live); err != nil {
+				return &store.TxConditionError{Index: i}
 			}
 		}
 		for _, op := range ops {
 			var err error
 			switch op.Kind {
 			case store.OpPut:
-				_, err = s.putTx(tx, op.Item, store.Condition{})
+				_, err = putTx(tx, op.Item, store.Condition{}, now)
 			case store.OpUpdate:
 				u := op.Update
 				u.Cond = store.Condition{}
-				_, err = s.updateTx(tx, u)
+				_, err = updateTx(tx, u, now)
 			case store.OpDelete:
-				err = s.deleteTx(tx, op.Key, store.Condition{})
+				err = deleteTx(tx, op.Key, store.Condition{}, now)
 			}
 			if err != nil {
 				return err
@@ -454,17 +640,22 @@ func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
 	})
 }
 
-// Query implements store.Store.
+// Query implements store.Store. The cursor is the encoded bucket key of
+// the last item returned; the next page starts strictly after it, so items
+// inserted or deleted meanwhile cause no skip or repeat.
 func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 	if q.PK == "" || !store.ValidIndex(q.Index) {
-		return store.Page{}, fmt.Errorf("%w: query needs a partition key and a known index", store.ErrInvalid)
+		return store.Page{}, fmt.Errorf("%w: a query needs a partition key and a known index", store.ErrInvalid)
 	}
 	if q.Limit < 0 {
 		return store.Page{}, fmt.Errorf("%w: negative limit", store.ErrInvalid)
 	}
+	if q.SK.Op < store.SKAny || q.SK.Op > store.SKGreaterEq {
+		return store.Page{}, fmt.Errorf("%w: unknown sort-key operator %d", store.ErrInvalid, q.SK.Op)
+	}
 	limit := q.Limit
 	if limit == 0 {
-		limit = 100
+		limit = pageSize
 	}
 	bucket := baseBucket
 	if q.Index != "" {
@@ -474,42 +665,22 @@ func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 	var cursor []byte
 	if q.Cursor != "" {
 		c, err := base64.RawURLEncoding.DecodeString(q.Cursor)
-		if err != nil || !bytes.HasPrefix(c, part) {
+		if err != nil || len(c) <= len(part) || !bytes.HasPrefix(c, part) {
 			return store.Page{}, fmt.Errorf("%w: bad cursor", store.ErrInvalid)
 		}
 		cursor = c
 	}
+	lo, hi := bounds(part, q.SK)
+	now := time.Now()
 	var page store.Page
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucket).Cursor()
-		lo, hi := bounds(part, q.SK)
-		var k []byte
-		// Position on the first candidate.
-		switch {
-		case !q.Desc && cursor != nil:
-			k, _ = c.Seek(cursor)
-			if bytes.Equal(k, cursor) {
-				k, _ = c.Next()
-			}
-		case !q.Desc:
-			k, _ = c.Seek(lo)
-		default:
-			start := hi
-			if cursor != nil {
-				start = cursor
-			}
-			k, _ = c.Seek(start)
-			if k == nil {
-				k, _ = c.Last()
-			} else {
-				k, _ = c.Prev()
-			}
-		}
+		k := first(c, q.Desc, cursor, lo, hi)
 		var last []byte
 		for ; k != nil && bytes.HasPrefix(k, part); k = step(c, q.Desc) {
 			sk, rest, ok := unesc(k[len(part):])
 			if !ok {
-				return fmt.Errorf("boltstore: corrupt key")
+				return errors.New("boltstore: corrupt key")
 			}
 			in, past := match(q.SK, sk, q.Desc)
 			if past {
@@ -518,29 +689,29 @@ func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 			if !in {
 				continue
 			}
-			if len(page.Items) == limit {
-				// There is at least one more item: hand out a cursor.
-				page.Next = base64.RawURLEncoding.EncodeToString(last)
-				return nil
-			}
 			key := store.Key{PK: q.PK, SK: sk}
 			if q.Index != "" {
 				pk, rest2, ok1 := unesc(rest)
 				bsk, _, ok2 := unesc(rest2)
 				if !ok1 || !ok2 {
-					return fmt.Errorf("boltstore: corrupt index key")
+					return errors.New("boltstore: corrupt index key")
 				}
 				key = store.Key{PK: pk, SK: bsk}
 			}
-			r, live, err := s.load(tx, key)
+			r, _, live, err := loadLive(tx, key, now)
 			if err != nil {
 				return err
 			}
 			if !live {
 				continue
 			}
+			if len(page.Items) == limit {
+				// A further live item exists: hand out a cursor.
+				page.Next = base64.RawURLEncoding.EncodeToString(last)
+				return nil
+			}
 			page.Items = append(page.Items, fromRecord(key, r))
-			last = append([]byte(nil), k...)
+			last = append(last[:0], k...)
 		}
 		return nil
 	})
@@ -548,6 +719,32 @@ func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 		return store.Page{}, err
 	}
 	return page, nil
+}
+
+// first positions c on the first candidate key of a scan.
+func first(c *bolt.Cursor, desc bool, cursor, lo, hi []byte) []byte {
+	var k []byte
+	switch {
+	case !desc && cursor != nil:
+		k, _ = c.Seek(cursor)
+		if bytes.Equal(k, cursor) {
+			k, _ = c.Next()
+		}
+	case !desc:
+		k, _ = c.Seek(lo)
+	default:
+		start := hi
+		if cursor != nil {
+			start = cursor
+		}
+		// The last key before start.
+		if k, _ = c.Seek(start); k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+	}
+	return k
 }
 
 func step(c *bolt.Cursor, desc bool) []byte {
@@ -560,39 +757,39 @@ func step(c *bolt.Cursor, desc bool) []byte {
 	return k
 }
 
-// bounds returns where an ascending scan starts (lo) and the key a
-// descending scan seeks to (hi: the first key after the range).
-func bounds(part []byte, c store.SKCond) (lo, hi []byte) {
-	after := func(b []byte) []byte {
-		// The smallest key greater than every key that starts with b.
-		out := append([]byte(nil), b...)
-		for i := len(out) - 1; i >= 0; i-- {
-			if out[i] < 0xff {
-				out[i]++
-				return out[:i+1]
-			}
+// after returns the smallest key greater than every key that starts with b.
+// b always holds the partition's 0x00 terminator, so it is never all 0xff.
+func after(b []byte) []byte {
+	out := bytes.Clone(b)
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i] < 0xff {
+			out[i]++
+			return out[:i+1]
 		}
-		return nil
 	}
-	p := append([]byte(nil), part...)
-	lo, hi = p, after(p)
+	return nil
+}
+
+// bounds returns where an ascending scan starts (lo) and the key before
+// which a descending scan starts (hi).
+func bounds(part []byte, c store.SKCond) (lo, hi []byte) {
+	lo, hi = part, after(part)
+	with := func(s string) []byte { return esc(bytes.Clone(part), s) }
+	prefix := func(s string) []byte { return escOpen(bytes.Clone(part), s) }
 	switch c.Op {
 	case store.SKEqual:
-		lo = esc(append([]byte(nil), p...), c.A)
+		lo = with(c.A)
 		hi = after(lo)
 	case store.SKBeginsWith:
-		lo = escOpen(append([]byte(nil), p...), c.A)
+		lo = prefix(c.A)
 		hi = after(lo)
 	case store.SKBetween:
-		lo = escOpen(append([]byte(nil), p...), c.A)
-		hi = after(esc(append([]byte(nil), p...), c.B))
+		lo = prefix(c.A)
+		hi = after(with(c.B))
 	case store.SKGreater, store.SKGreaterEq:
-		lo = escOpen(append([]byte(nil), p...), c.A)
+		lo = prefix(c.A)
 	case store.SKLess, store.SKLessEq:
-		hi = after(esc(append([]byte(nil), p...), c.A))
-	}
-	if hi == nil {
-		hi = []byte{0xff, 0xff, 0xff, 0xff}
+		hi = after(with(c.A))
 	}
 	return lo, hi
 }
@@ -601,8 +798,6 @@ func bounds(part []byte, c store.SKCond) (lo, hi []byte) {
 // direction) has passed every possible match.
 func match(c store.SKCond, sk string, desc bool) (in, past bool) {
 	switch c.Op {
-	case store.SKAny:
-		return true, false
 	case store.SKEqual:
 		if sk == c.A {
 			return true, false
@@ -622,25 +817,13 @@ func match(c store.SKCond, sk string, desc bool) (in, past bool) {
 		}
 		return true, false
 	case store.SKLess:
-		if sk < c.A {
-			return true, false
-		}
-		return false, !desc
+		return sk < c.A, !desc && sk >= c.A
 	case store.SKLessEq:
-		if sk <= c.A {
-			return true, false
-		}
-		return false, !desc
+		return sk <= c.A, !desc && sk > c.A
 	case store.SKGreater:
-		if sk > c.A {
-			return true, false
-		}
-		return false, desc
+		return sk > c.A, desc && sk <= c.A
 	case store.SKGreaterEq:
-		if sk >= c.A {
-			return true, false
-		}
-		return false, desc
+		return sk >= c.A, desc && sk < c.A
 	}
-	return false, true
+	return true, false // SKAny
 }
