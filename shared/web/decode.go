@@ -45,6 +45,9 @@ func DecodeBytes(data []byte, v any, allowEmpty bool) error {
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
+		if loc := extraFieldLoc(data, v, err); loc != nil {
+			return Invalid(loc, "Extra inputs are not permitted", "extra_forbidden")
+		}
 		return decodeError(data, err)
 	}
 	if dec.More() {
