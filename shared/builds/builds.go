@@ -472,11 +472,9 @@ func (b *Builder) deploy(ctx context.Context, job deployments.BuildJob, st workf
 	if len(names) > 0 {
 		b.logf(ctx, dep, rev, StepDeploy, "Secrets set as environment variables: %s", strings.Join(names, ", "))
 	}
-	if err := b.d.Revisions.MarkDeployed(ctx, dep, rev); err != nil {
-		return st, err
-	}
-	b.logf(ctx, dep, rev, StepDeploy, "Revision %s is DEPLOYED; the thread API is served at %s", rev, b.d.DeploymentURL(dep))
-	return st, nil
+	// Logged first, so the log is complete once the status is final.
+	b.logf(ctx, dep, rev, StepDeploy, "Activating revision %s as DEPLOYED; the thread API is served at %s", rev, b.d.DeploymentURL(dep))
+	return st, b.d.Revisions.MarkDeployed(ctx, dep, rev)
 }
 
 // failure is a Catch handler: it ends the revision with status and the
@@ -497,10 +495,10 @@ func (b *Builder) failure(status deployments.RevisionStatus) workflow.StepFunc {
 			}
 		}
 		cause = strings.TrimPrefix(cause, workflow.ErrTransient.Error()+": ")
+		b.logf(ctx, dep, rev, "Mark"+string(status), "Revision ends %s: %s", status, cause)
 		if err := b.d.Revisions.MarkFailed(ctx, dep, rev, status, cause); err != nil {
 			return st, transient(err)
 		}
-		b.logf(ctx, dep, rev, "Mark"+string(status), "Revision ended %s: %s", status, cause)
 		return st, nil
 	}
 }

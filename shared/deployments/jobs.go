@@ -53,7 +53,9 @@ func blobPrefix(dep string) string { return "deployments/" + dep + "/" }
 func LogKey(dep, rev string) string { return blobPrefix(dep) + "revisions/" + rev + "/build.log" }
 
 // SourceKey is the blob key of a revision's fetched source archive.
-func SourceKey(dep, rev string) string { return blobPrefix(dep) + "revisions/" + rev + "/source.tar.gz" }
+func SourceKey(dep, rev string) string {
+	return blobPrefix(dep) + "revisions/" + rev + "/source.tar.gz"
+}
 
 // ArtifactKey is the blob key of the build artifact a revision produces.
 func ArtifactKey(dep, rev string) string { return blobPrefix(dep) + "artifacts/" + rev + ".tar.gz" }

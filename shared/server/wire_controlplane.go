@@ -117,5 +117,9 @@ type unavailableKeeper struct{}
 
 var errNoKMSKey = errors.New("secrets: AGENTPLANE_KMS_KEY_ID is not set, so secrets cannot be encrypted")
 
-func (unavailableKeeper) Seal(context.Context, []byte, string) (string, error) { return "", errNoKMSKey }
-func (unavailableKeeper) Open(context.Context, string, string) ([]byte, error) { return nil, errNoKMSKey }
+func (unavailableKeeper) Seal(context.Context, []byte, string) (string, error) {
+	return "", errNoKMSKey
+}
+func (unavailableKeeper) Open(context.Context, string, string) ([]byte, error) {
+	return nil, errNoKMSKey
+}
