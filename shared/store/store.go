@@ -267,15 +267,49 @@ func CheckItem(it Item) error {
 	if !ValidKey(it.Key) {
 		return fmt.Errorf("%w: empty key", ErrInvalid)
 	}
-	for name := range it.Indexes {
-		if name == "" || !ValidIndex(name) {
-			return fmt.Errorf("%w: unknown index %q", ErrInvalid, name)
-		}
+	if err := checkIndexes(it.Indexes); err != nil {
+		return err
 	}
 	if Size(it) > MaxItemSize {
 		return ErrTooLarge
 	}
 	return nil
+}
+
+func checkIndexes(m map[string]IndexKey) error {
+	for name, k := range m {
+		if name == "" || !ValidIndex(name) {
+			return fmt.Errorf("%w: unknown index %q", ErrInvalid, name)
+		}
+		if k.PK != "" && k.SK == "" {
+			return fmt.Errorf("%w: index %s entry without a sort key", ErrInvalid, name)
+		}
+	}
+	return nil
+}
+
+// CheckCond validates a condition's kind.
+func CheckCond(c Condition) error {
+	if c.Kind < Always || c.Kind > IfNumBelow {
+		return fmt.Errorf("%w: unknown condition kind %d", ErrInvalid, c.Kind)
+	}
+	return nil
+}
+
+// CheckUpdate validates an update: a full key, known index keys, a known
+// condition, and a payload that fits on its own. (Whether the updated item
+// fits, only the adapter can tell.)
+func CheckUpdate(u Update) error {
+	if !ValidKey(u.Key) {
+		return fmt.Errorf("%w: empty key", ErrInvalid)
+	}
+	if err := checkIndexes(u.SetIndexes); err != nil {
+		return err
+	}
+	if Size(Item{Key: u.Key, Data: u.SetData}) > MaxItemSize {
+		return ErrTooLarge
+	}
+	return CheckCond(u.Cond)
 }
 
 // CheckTx validates a transaction: 1 to MaxTxOps operations of known kinds,
@@ -292,10 +326,19 @@ func CheckTx(ops []TxOp) error {
 			if err := CheckItem(op.Item); err != nil {
 				return err
 			}
+			if err := CheckCond(op.Cond); err != nil {
+				return err
+			}
 			k = op.Item.Key
 		case OpUpdate:
+			if err := CheckUpdate(op.Update); err != nil {
+				return err
+			}
 			k = op.Update.Key
 		case OpDelete, OpCheck:
+			if err := CheckCond(op.Cond); err != nil {
+				return err
+			}
 		default:
 			return fmt.Errorf("%w: unknown operation kind %d", ErrInvalid, op.Kind)
 		}

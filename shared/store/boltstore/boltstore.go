@@ -290,13 +290,6 @@ func loadLive(tx *bolt.Tx, k store.Key, now time.Time) (r record, found, live bo
 	return r, found, found && r.live(now), err
 }
 
-func validCond(c store.Condition) error {
-	if c.Kind < store.Always || c.Kind > store.IfNumBelow {
-		return fmt.Errorf("%w: unknown condition kind %d", store.ErrInvalid, c.Kind)
-	}
-	return nil
-}
-
 func check(c store.Condition, r record, live bool) error {
 	ok := true
 	switch c.Kind {
@@ -317,41 +310,6 @@ func check(c store.Condition, r record, live bool) error {
 		return store.ErrConditionFailed
 	}
 	return nil
-}
-
-func validIndexes(m map[string]store.IndexKey) error {
-	for name, ik := range m {
-		if name == "" || !store.ValidIndex(name) {
-			return fmt.Errorf("%w: unknown index %q", store.ErrInvalid, name)
-		}
-		if ik.PK != "" && ik.SK == "" {
-			return fmt.Errorf("%w: index %s entry without a sort key", store.ErrInvalid, name)
-		}
-	}
-	return nil
-}
-
-func validItem(it store.Item) error {
-	if !store.ValidKey(it.Key) {
-		return fmt.Errorf("%w: empty key", store.ErrInvalid)
-	}
-	if err := validIndexes(it.Indexes); err != nil {
-		return err
-	}
-	if store.Size(it) > store.MaxItemSize {
-		return store.ErrTooLarge
-	}
-	return nil
-}
-
-func validUpdate(u store.Update) error {
-	if !store.ValidKey(u.Key) {
-		return fmt.Errorf("%w: empty key", store.ErrInvalid)
-	}
-	if err := validIndexes(u.SetIndexes); err != nil {
-		return err
-	}
-	return validCond(u.Cond)
 }
 
 // write replaces k's record (old is what was stored, live or not) and its
@@ -437,10 +395,10 @@ func putTx(tx *bolt.Tx, it store.Item, c store.Condition, now time.Time) (record
 
 // Put implements store.Store.
 func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (store.Item, error) {
-	if err := validItem(it); err != nil {
+	if err := store.CheckItem(it); err != nil {
 		return store.Item{}, err
 	}
-	if err := validCond(c); err != nil {
+	if err := store.CheckCond(c); err != nil {
 		return store.Item{}, err
 	}
 	var out store.Item
@@ -515,7 +473,7 @@ func cloneMap[V any](m map[string]V) map[string]V {
 
 // Update implements store.Store.
 func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) {
-	if err := validUpdate(u); err != nil {
+	if err := store.CheckUpdate(u); err != nil {
 		return store.Item{}, err
 	}
 	var out store.Item
@@ -549,13 +507,13 @@ func (s *Store) Delete(ctx context.Context, k store.Key, c store.Condition) erro
 	if !store.ValidKey(k) {
 		return fmt.Errorf("%w: empty key", store.ErrInvalid)
 	}
-	if err := validCond(c); err != nil {
+	if err := store.CheckCond(c); err != nil {
 		return err
 	}
 	return s.db.Update(func(tx *bolt.Tx) error { return deleteTx(tx, k, c, time.Now()) })
 }
 
-// txKey returns the key and condition of a validated operation.
+// txKey returns the key and condition of a checked operation.
 func txKey(op store.TxOp) (store.Key, store.Condition) {
 	switch op.Kind {
 	case store.OpPut:
@@ -566,44 +524,10 @@ func txKey(op store.TxOp) (store.Key, store.Condition) {
 	return op.Key, op.Cond
 }
 
-func validTx(ops []store.TxOp) error {
-	if len(ops) == 0 || len(ops) > store.MaxTxOps {
-		return fmt.Errorf("%w: a transaction holds 1 to %d operations", store.ErrInvalid, store.MaxTxOps)
-	}
-	seen := make(map[store.Key]bool, len(ops))
-	for i, op := range ops {
-		switch op.Kind {
-		case store.OpPut:
-			if err := validItem(op.Item); err != nil {
-				return err
-			}
-		case store.OpUpdate:
-			if err := validUpdate(op.Update); err != nil {
-				return err
-			}
-		case store.OpDelete, store.OpCheck:
-			if !store.ValidKey(op.Key) {
-				return fmt.Errorf("%w: empty key", store.ErrInvalid)
-			}
-		default:
-			return fmt.Errorf("%w: operation %d: unknown kind %d", store.ErrInvalid, i, op.Kind)
-		}
-		k, c := txKey(op)
-		if err := validCond(c); err != nil {
-			return err
-		}
-		if seen[k] {
-			return fmt.Errorf("%w: two operations on %q/%q", store.ErrInvalid, k.PK, k.SK)
-		}
-		seen[k] = true
-	}
-	return nil
-}
-
 // Transact implements store.Store: one bbolt transaction, rolled back
 // whole on any error.
 func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
-	if err := validTx(ops); err != nil {
+	if err := store.CheckTx(ops); err != nil {
 		return err
 	}
 	now := time.Now()

@@ -1,75 +1,26 @@
 package dynamostore_test
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"testing"
 
-	"github.com/agentplane/agentplane/shared/store"
-	"github.com/agentplane/agentplane/shared/store/dynamostore"
+	"github.com/agentplane/agentplane/shared/store/storetest"
 )
 
-// Benchmarks against dynalite (scripts/emulators.sh): they measure the
-// adapter plus a local emulator round trip, not DynamoDB's own latency.
-func benchStore(b *testing.B) *dynamostore.Store {
-	ep := os.Getenv("AGENTPLANE_TEST_DYNAMODB_ENDPOINT")
-	if ep == "" {
-		b.Skip("AGENTPLANE_TEST_DYNAMODB_ENDPOINT not set (make bench starts the emulators)")
-	}
-	c := client(ep)
-	table := fmt.Sprintf("bench%d", tables.Add(1))
-	if err := dynamostore.CreateTable(context.Background(), c, table); err != nil {
-		b.Fatal(err)
-	}
-	return dynamostore.New(c, table)
-}
+// Benchmarks measure the adapter plus an emulator round trip on loopback,
+// not DynamoDB's own latency: dynalite (a Node process, when
+// scripts/emulators.sh runs) and minidyn (in process).
 
 func BenchmarkGet(b *testing.B) {
-	s := benchStore(b)
-	ctx := context.Background()
-	for i := 0; i < 100; i++ {
-		if _, err := s.Put(ctx, store.Item{Key: store.Key{PK: "bench", SK: fmt.Sprintf("%06d", i)}, Data: []byte(`{"name":"x"}`)}, store.NotExists()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := s.Get(ctx, store.Key{PK: "bench", SK: fmt.Sprintf("%06d", i%100)}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	b.Run("minidyn", func(b *testing.B) { storetest.BenchGet(b, newTable(b, client(minidynEndpoint(b)))) })
+	b.Run("dynalite", func(b *testing.B) { storetest.BenchGet(b, newTable(b, client(dynaliteEndpoint(b)))) })
 }
 
 func BenchmarkPut(b *testing.B) {
-	s := benchStore(b)
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		it := store.Item{Key: store.Key{PK: "bench", SK: fmt.Sprintf("%09d", i)}, Data: []byte(`{"name":"x"}`),
-			Indexes: map[string]store.IndexKey{"gsi1": {PK: "i", SK: fmt.Sprintf("%09d", i)}}}
-		if _, err := s.Put(ctx, it, store.NotExists()); err != nil {
-			b.Fatal(err)
-		}
-	}
+	b.Run("minidyn", func(b *testing.B) { storetest.BenchPut(b, newTable(b, client(minidynEndpoint(b)))) })
+	b.Run("dynalite", func(b *testing.B) { storetest.BenchPut(b, newTable(b, client(dynaliteEndpoint(b)))) })
 }
 
-func BenchmarkQuery10(b *testing.B) {
-	s := benchStore(b)
-	ctx := context.Background()
-	for i := 0; i < 200; i++ {
-		if _, err := s.Put(ctx, store.Item{Key: store.Key{PK: "bench", SK: fmt.Sprintf("%06d", i)}, Data: []byte(`{"name":"x"}`)}, store.Condition{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		p, err := s.Query(ctx, store.Query{PK: "bench", SK: store.SKCond{Op: store.SKGreaterEq, A: fmt.Sprintf("%06d", i%150)}, Limit: 10})
-		if err != nil || len(p.Items) != 10 {
-			b.Fatal(err, len(p.Items))
-		}
-	}
+func BenchmarkQuery(b *testing.B) {
+	b.Run("minidyn", func(b *testing.B) { storetest.BenchQuery(b, newTable(b, client(minidynEndpoint(b)))) })
+	b.Run("dynalite", func(b *testing.B) { storetest.BenchQuery(b, newTable(b, client(dynaliteEndpoint(b)))) })
 }

@@ -2,11 +2,18 @@
 // (aws-sdk-go-v2), over the single table described in store/schema.go.
 //
 // DynamoDB cannot compute a whole-item put's new version, so a Put whose
-// condition does not already pin the old state (IfNotExists, IfVersion)
-// reads the item first, checks the condition on what it read, and writes
-// guarded by the version it saw, retrying on a concurrent change. TTL is
-// enforced at read time and inside every condition (DynamoDB deletes
-// expired items only eventually).
+// condition does not pin the old state (Always, IfExists, IfNumBelow) reads
+// the item first, checks the condition on what it read, and writes guarded
+// by the version it saw, retrying on a concurrent change.
+//
+// TTL: ExpiresAt is stored in the table's TTL attribute as epoch seconds,
+// rounded up. DynamoDB deletes expired items only eventually, so every read
+// filters them out and every condition treats them as absent; an Update of
+// an expired item first removes it, so nothing of it carries over.
+//
+// Queries of a secondary index are eventually consistent on DynamoDB
+// itself (GSIs offer nothing else); base-table reads are strongly
+// consistent.
 package dynamostore
 
 import (
@@ -15,15 +22,24 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentplane/agentplane/shared/store"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
+
+// pageSize is the page of a query whose Limit is 0.
+const pageSize = 100
+
+// maxRetries bounds optimistic retries under contention.
+const maxRetries = 50
 
 // Store is a DynamoDB-backed store.Store.
 type Store struct {
@@ -34,13 +50,10 @@ type Store struct {
 
 var _ store.Store = (*Store)(nil)
 
-// New returns a store over table.
+// New returns a store over table, which must exist (see CreateTable).
 func New(c *dynamodb.Client, table string) *Store {
 	return &Store{c: c, table: table, now: time.Now}
 }
-
-// SetClock replaces the clock (tests of TTL).
-func (s *Store) SetClock(now func() time.Time) { s.now = now }
 
 // Close implements store.Store; the client needs no closing.
 func (s *Store) Close() error { return nil }
@@ -50,12 +63,12 @@ type av = types.AttributeValue
 func str(v string) av { return &types.AttributeValueMemberS{Value: v} }
 func num(n int64) av  { return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)} }
 func bin(b []byte) av { return &types.AttributeValueMemberB{Value: b} }
+
 func keyOf(k store.Key) map[string]av {
 	return map[string]av{store.AttrPK: str(k.PK), store.AttrSK: str(k.SK)}
 }
 
-// expiry stores ExpiresAt as epoch seconds, rounded up so an item is never
-// treated as expired early.
+// expiry is t in epoch seconds, rounded up so that no item expires early.
 func expiry(t time.Time) int64 {
 	sec := t.Unix()
 	if t.Nanosecond() > 0 {
@@ -118,11 +131,11 @@ func fromAttrs(m map[string]av) store.Item {
 		}
 	}
 	for k, v := range m {
-		if strings.HasPrefix(k, store.NumPrefix) {
+		if name, ok := strings.CutPrefix(k, store.NumPrefix); ok {
 			if it.Nums == nil {
 				it.Nums = map[string]int64{}
 			}
-			it.Nums[strings.TrimPrefix(k, store.NumPrefix)] = getNum(v)
+			it.Nums[name] = getNum(v)
 		}
 	}
 	return it
@@ -133,7 +146,7 @@ func (s *Store) live(m map[string]av) bool {
 	return !ok || s.now().Unix() < getNum(v)
 }
 
-// expr accumulates a condition or update expression's placeholders.
+// expr accumulates the placeholders of a condition or update expression.
 type expr struct {
 	names  map[string]string
 	values map[string]av
@@ -185,30 +198,26 @@ func (s *Store) alive(e *expr) string {
 		e.name(store.AttrPK), e.name(store.AttrTTL), e.name(store.AttrTTL), e.value(num(s.now().Unix())))
 }
 
-// condition renders c ("" for Always).
-func (s *Store) condition(e *expr, c store.Condition) (string, error) {
+// condition renders c ("" for Always); c has been checked.
+func (s *Store) condition(e *expr, c store.Condition) string {
 	switch c.Kind {
-	case store.Always:
-		return "", nil
 	case store.IfNotExists:
-		return s.absent(e), nil
+		return s.absent(e)
 	case store.IfExists:
-		return s.alive(e), nil
+		return s.alive(e)
 	case store.IfVersion:
-		return fmt.Sprintf("%s AND %s = %s", s.alive(e), e.name(store.AttrVersion), e.value(num(c.Version))), nil
+		return fmt.Sprintf("%s AND %s = %s", s.alive(e), e.name(store.AttrVersion), e.value(num(c.Version)))
 	case store.IfNumBelow:
 		n := e.name(store.NumPrefix + c.Num)
-		return fmt.Sprintf("(%s OR attribute_not_exists(%s) OR %s < %s)", s.absent(e), n, n, e.value(num(c.Limit))), nil
+		return fmt.Sprintf("(%s OR attribute_not_exists(%s) OR %s < %s)", s.absent(e), n, n, e.value(num(c.Limit)))
 	}
-	return "", fmt.Errorf("%w: unknown condition kind %d", store.ErrInvalid, c.Kind)
+	return ""
 }
 
 // holds evaluates c on an item read from the table (nil when absent).
 func (s *Store) holds(c store.Condition, m map[string]av) bool {
 	exists := m != nil && s.live(m)
 	switch c.Kind {
-	case store.Always:
-		return true
 	case store.IfNotExists:
 		return !exists
 	case store.IfExists:
@@ -216,12 +225,9 @@ func (s *Store) holds(c store.Condition, m map[string]av) bool {
 	case store.IfVersion:
 		return exists && getNum(m[store.AttrVersion]) == c.Version
 	case store.IfNumBelow:
-		if !exists {
-			return true
-		}
-		return getNum(m[store.NumPrefix+c.Num]) < c.Limit
+		return !exists || getNum(m[store.NumPrefix+c.Num]) < c.Limit
 	}
-	return false
+	return true
 }
 
 func mapErr(err error) error {
@@ -232,10 +238,77 @@ func mapErr(err error) error {
 	if errors.As(err, &ccf) {
 		return store.ErrConditionFailed
 	}
-	if strings.Contains(err.Error(), "Item size") && strings.Contains(err.Error(), "maximum") {
-		return store.ErrTooLarge
+	// DynamoDB's own size check (an update can grow an item past it).
+	if strings.Contains(err.Error(), "exceeded the maximum allowed size") {
+		return fmt.Errorf("%w: %v", store.ErrTooLarge, err)
 	}
 	return err
+}
+
+// utf8OK refuses strings DynamoDB cannot store: the SDK would replace
+// invalid UTF-8 on the wire, and two keys could collide.
+func utf8OK(ss ...string) error {
+	for _, s := range ss {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("%w: %q is not valid UTF-8", store.ErrInvalid, s)
+		}
+	}
+	return nil
+}
+
+func checkKey(k store.Key) error {
+	if !store.ValidKey(k) {
+		return fmt.Errorf("%w: empty key", store.ErrInvalid)
+	}
+	return utf8OK(k.PK, k.SK)
+}
+
+func checkItem(it store.Item) error {
+	if err := store.CheckItem(it); err != nil {
+		return err
+	}
+	if err := utf8OK(it.PK, it.SK); err != nil {
+		return err
+	}
+	for _, ik := range it.Indexes {
+		if err := utf8OK(ik.PK, ik.SK); err != nil {
+			return err
+		}
+	}
+	for name := range it.Nums {
+		if err := utf8OK(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkUpdate(u store.Update) error {
+	if err := store.CheckUpdate(u); err != nil {
+		return err
+	}
+	if err := utf8OK(u.PK, u.SK, u.Cond.Num); err != nil {
+		return err
+	}
+	for _, ik := range u.SetIndexes {
+		if err := utf8OK(ik.PK, ik.SK); err != nil {
+			return err
+		}
+	}
+	for name := range u.Add {
+		if err := utf8OK(name); err != nil {
+			return err
+		}
+	}
+	// A lower bound of the updated item's size: what the update sets.
+	lower := store.Item{Key: u.Key, Data: u.SetData, Indexes: u.SetIndexes, Nums: u.Add}
+	if u.SetExpiresAt != nil {
+		lower.ExpiresAt = *u.SetExpiresAt
+	}
+	if store.Size(lower) > store.MaxItemSize {
+		return store.ErrTooLarge
+	}
+	return nil
 }
 
 func (s *Store) raw(ctx context.Context, k store.Key) (map[string]av, error) {
@@ -251,8 +324,8 @@ func (s *Store) raw(ctx context.Context, k store.Key) (map[string]av, error) {
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
-	if !store.ValidKey(k) {
-		return store.Item{}, fmt.Errorf("%w: empty key", store.ErrInvalid)
+	if err := checkKey(k); err != nil {
+		return store.Item{}, err
 	}
 	m, err := s.raw(ctx, k)
 	if err != nil {
@@ -264,23 +337,20 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 	return fromAttrs(m), nil
 }
 
-// maxRetries bounds optimistic retries under contention.
-const maxRetries = 50
-
 // guardedPut builds a Put of it under c. When c does not pin the old state,
 // it reads the item, checks c, and guards the write with what it saw;
 // pinned reports whether the returned condition is c itself (a failure is
-// then the caller's condition failing, not a race).
+// then c failing, not a race).
 func (s *Store) guardedPut(ctx context.Context, it store.Item, c store.Condition) (put *types.Put, version int64, pinned bool, err error) {
 	e := newExpr()
 	var cond string
 	switch c.Kind {
 	case store.IfNotExists:
 		version, pinned = 1, true
-		cond, _ = s.condition(e, c)
+		cond = s.condition(e, c)
 	case store.IfVersion:
 		version, pinned = c.Version+1, true
-		cond, _ = s.condition(e, c)
+		cond = s.condition(e, c)
 	default:
 		m, err := s.raw(ctx, it.Key)
 		if err != nil {
@@ -305,7 +375,10 @@ func (s *Store) guardedPut(ctx context.Context, it store.Item, c store.Condition
 
 // Put implements store.Store.
 func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (store.Item, error) {
-	if err := store.CheckItem(it); err != nil {
+	if err := checkItem(it); err != nil {
+		return store.Item{}, err
+	}
+	if err := store.CheckCond(c); err != nil {
 		return store.Item{}, err
 	}
 	for i := 0; i < maxRetries; i++ {
@@ -329,8 +402,8 @@ func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (stor
 }
 
 // updateInput renders u with its condition AND a guard that the item is
-// live or absent (an expired item must first be removed, see Update).
-func (s *Store) updateInput(u store.Update) (*types.Update, error) {
+// live or absent (an expired item must be removed first; see dropExpired).
+func (s *Store) updateInput(u store.Update) *types.Update {
 	e := newExpr()
 	var set, add, remove []string
 	v := e.name(store.AttrVersion)
@@ -342,13 +415,11 @@ func (s *Store) updateInput(u store.Update) (*types.Update, error) {
 			set = append(set, fmt.Sprintf("%s = %s", e.name(store.AttrData), e.value(bin(u.SetData))))
 		}
 	}
-	for name, d := range u.Add {
-		add = append(add, fmt.Sprintf("%s %s", e.name(store.NumPrefix+name), e.value(num(d))))
+	for _, name := range sortedKeys(u.Add) {
+		add = append(add, fmt.Sprintf("%s %s", e.name(store.NumPrefix+name), e.value(num(u.Add[name]))))
 	}
-	for name, ik := range u.SetIndexes {
-		if name == "" || !store.ValidIndex(name) {
-			return nil, fmt.Errorf("%w: unknown index %q", store.ErrInvalid, name)
-		}
+	for _, name := range sortedKeys(u.SetIndexes) {
+		ik := u.SetIndexes[name]
 		if ik.PK == "" {
 			remove = append(remove, e.name(store.IndexPKAttr(name)), e.name(store.IndexSKAttr(name)))
 		} else {
@@ -372,27 +443,48 @@ func (s *Store) updateInput(u store.Update) (*types.Update, error) {
 	}
 	guard := fmt.Sprintf("(attribute_not_exists(%s) OR attribute_not_exists(%s) OR %s > %s)",
 		e.name(store.AttrPK), e.name(store.AttrTTL), e.name(store.AttrTTL), e.value(num(s.now().Unix())))
-	cond, err := s.condition(e, u.Cond)
-	if err != nil {
-		return nil, err
-	}
-	if cond != "" {
+	if cond := s.condition(e, u.Cond); cond != "" {
 		guard += " AND " + cond
 	}
 	return &types.Update{TableName: &s.table, Key: keyOf(u.Key), UpdateExpression: aws.String(strings.Join(parts, " ")),
-		ConditionExpression: aws.String(guard), ExpressionAttributeNames: e.namesOrNil(), ExpressionAttributeValues: e.valuesOrNil()}, nil
+		ConditionExpression: aws.String(guard), ExpressionAttributeNames: e.namesOrNil(), ExpressionAttributeValues: e.valuesOrNil()}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// dropExpired removes k's item if it is stored but expired (and still the
+// version read), so that an update can start from nothing. It reports
+// whether there was such an item: otherwise a failed guard was the
+// caller's condition.
+func (s *Store) dropExpired(ctx context.Context, k store.Key) (bool, error) {
+	m, err := s.raw(ctx, k)
+	if err != nil || m == nil || s.live(m) {
+		return false, err
+	}
+	e := newExpr()
+	_, err = s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: keyOf(k),
+		ConditionExpression:      aws.String(fmt.Sprintf("%s = %s", e.name(store.AttrVersion), e.value(m[store.AttrVersion]))),
+		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values})
+	if err = mapErr(err); err != nil && !errors.Is(err, store.ErrConditionFailed) {
+		return false, err
+	}
+	return true, nil
 }
 
 // Update implements store.Store.
 func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) {
-	if !store.ValidKey(u.Key) {
-		return store.Item{}, fmt.Errorf("%w: empty key", store.ErrInvalid)
-	}
-	up, err := s.updateInput(u)
-	if err != nil {
+	if err := checkUpdate(u); err != nil {
 		return store.Item{}, err
 	}
 	for i := 0; i < maxRetries; i++ {
+		up := s.updateInput(u)
 		out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: up.TableName, Key: up.Key, UpdateExpression: up.UpdateExpression,
 			ConditionExpression: up.ConditionExpression, ExpressionAttributeNames: up.ExpressionAttributeNames,
 			ExpressionAttributeValues: up.ExpressionAttributeValues, ReturnValues: types.ReturnValueAllNew})
@@ -403,21 +495,12 @@ func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) 
 		if !errors.Is(err, store.ErrConditionFailed) {
 			return store.Item{}, err
 		}
-		// An expired item blocks the guard: remove it (only if it is still
-		// that expired version) and try again as if it were absent.
-		m, rerr := s.raw(ctx, u.Key)
-		if rerr != nil {
-			return store.Item{}, rerr
+		dropped, err := s.dropExpired(ctx, u.Key)
+		if err != nil {
+			return store.Item{}, err
 		}
-		if m == nil || s.live(m) {
+		if !dropped {
 			return store.Item{}, store.ErrConditionFailed
-		}
-		e := newExpr()
-		_, derr := s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: keyOf(u.Key),
-			ConditionExpression:      aws.String(fmt.Sprintf("%s = %s", e.name(store.AttrVersion), e.value(m[store.AttrVersion]))),
-			ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values})
-		if derr = mapErr(derr); derr != nil && !errors.Is(derr, store.ErrConditionFailed) {
-			return store.Item{}, derr
 		}
 	}
 	return store.Item{}, fmt.Errorf("dynamostore: update %q/%q: too much contention", u.PK, u.SK)
@@ -425,25 +508,45 @@ func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) 
 
 // Delete implements store.Store.
 func (s *Store) Delete(ctx context.Context, k store.Key, c store.Condition) error {
-	if !store.ValidKey(k) {
-		return fmt.Errorf("%w: empty key", store.ErrInvalid)
-	}
-	e := newExpr()
-	cond, err := s.condition(e, c)
-	if err != nil {
+	if err := checkKey(k); err != nil {
 		return err
 	}
+	if err := store.CheckCond(c); err != nil {
+		return err
+	}
+	e := newExpr()
 	in := &dynamodb.DeleteItemInput{TableName: &s.table, Key: keyOf(k)}
-	if cond != "" {
+	if cond := s.condition(e, c); cond != "" {
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = aws.String(cond), e.names, e.values
 	}
-	_, err = s.c.DeleteItem(ctx, in)
+	_, err := s.c.DeleteItem(ctx, in)
 	return mapErr(err)
+}
+
+func checkTx(ops []store.TxOp) error {
+	if err := store.CheckTx(ops); err != nil {
+		return err
+	}
+	for _, op := range ops {
+		var err error
+		switch op.Kind {
+		case store.OpPut:
+			err = checkItem(op.Item)
+		case store.OpUpdate:
+			err = checkUpdate(op.Update)
+		default:
+			err = checkKey(op.Key)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Transact implements store.Store with TransactWriteItems.
 func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
-	if err := store.CheckTx(ops); err != nil {
+	if err := checkTx(ops); err != nil {
 		return err
 	}
 	for attempt := 0; attempt < maxRetries; attempt++ {
@@ -461,19 +564,13 @@ func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
 				}
 				items[i], pinned[i] = types.TransactWriteItem{Put: p}, pin
 			case store.OpUpdate:
-				up, err := s.updateInput(op.Update)
-				if err != nil {
-					return err
-				}
-				items[i], pinned[i] = types.TransactWriteItem{Update: up}, true
+				items[i], pinned[i] = types.TransactWriteItem{Update: s.updateInput(op.Update)}, true
 			case store.OpDelete, store.OpCheck:
 				e := newExpr()
-				cond, err := s.condition(e, op.Cond)
-				if err != nil {
-					return err
-				}
+				cond := s.condition(e, op.Cond)
 				if op.Kind == store.OpCheck {
 					if cond == "" {
+						// A check needs an expression; this one always holds.
 						cond = fmt.Sprintf("(attribute_exists(%s) OR attribute_not_exists(%s))", e.name(store.AttrPK), e.name(store.AttrPK))
 					}
 					items[i] = types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &s.table, Key: keyOf(op.Key),
@@ -507,21 +604,32 @@ func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
 				conflict = true
 			}
 		}
-		if failed >= 0 && pinned[failed] {
+		switch {
+		case failed >= 0 && ops[failed].Kind == store.OpUpdate:
+			// The guard or the condition failed: an expired item blocks
+			// the guard, and goes; otherwise the condition failed.
+			dropped, err := s.dropExpired(ctx, ops[failed].Update.Key)
+			if err != nil {
+				return err
+			}
+			if !dropped {
+				return &store.TxConditionError{Index: failed}
+			}
+		case failed >= 0 && pinned[failed]:
 			return &store.TxConditionError{Index: failed}
-		}
-		if failed < 0 && !conflict {
+		case failed < 0 && !conflict:
 			return err
 		}
-		// A guard saw a concurrent change, or transactions collided: retry.
+		// A guard saw a concurrent change, transactions collided, or an
+		// expired item was removed: try again.
 	}
 	return errors.New("dynamostore: transaction: too much contention")
 }
 
-// cursor is the JSON form of a LastEvaluatedKey (all key attributes are
-// strings in this table).
+// A cursor is the LastEvaluatedKey, whose attributes are all strings in
+// this table, as base64 JSON.
 func encodeCursor(lek map[string]av) string {
-	m := map[string]string{}
+	m := make(map[string]string, len(lek))
 	for k, v := range lek {
 		m[k] = getStr(v)
 	}
@@ -529,87 +637,134 @@ func encodeCursor(lek map[string]av) string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-func decodeCursor(c, pkAttr, pk string) (map[string]av, error) {
+func decodeCursor(c string, q store.Query) (map[string]av, error) {
+	bad := fmt.Errorf("%w: bad cursor", store.ErrInvalid)
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
-		return nil, fmt.Errorf("%w: bad cursor", store.ErrInvalid)
+		return nil, bad
 	}
 	var m map[string]string
-	if err := json.Unmarshal(b, &m); err != nil || m[pkAttr] != pk || m[store.AttrPK] == "" || m[store.AttrSK] == "" {
-		return nil, fmt.Errorf("%w: bad cursor", store.ErrInvalid)
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, bad
 	}
-	out := map[string]av{}
-	for k, v := range m {
+	want := []string{store.AttrPK, store.AttrSK}
+	pkAttr := store.AttrPK
+	if q.Index != "" {
+		pkAttr = store.IndexPKAttr(q.Index)
+		want = append(want, pkAttr, store.IndexSKAttr(q.Index))
+	}
+	if len(m) != len(want) || m[pkAttr] != q.PK {
+		return nil, bad
+	}
+	out := make(map[string]av, len(m))
+	for _, k := range want {
+		v, ok := m[k]
+		if !ok || v == "" || !utf8.ValidString(v) {
+			return nil, bad
+		}
 		out[k] = str(v)
 	}
 	return out, nil
 }
 
-// Query implements store.Store.
+// keyCond renders q's key condition; empty reports a range that holds no
+// sort key (DynamoDB refuses empty strings and inverted ranges in key
+// conditions, so those are decided here).
+func keyCond(e *expr, q store.Query, pkAttr, skAttr string) (cond string, empty bool) {
+	c := q.SK
+	cond = fmt.Sprintf("%s = %s", e.name(pkAttr), e.value(str(q.PK)))
+	// Every stored sort key is non-empty, so "" is below all of them.
+	if c.A == "" {
+		switch c.Op {
+		case store.SKEqual, store.SKLess, store.SKLessEq:
+			return "", true
+		case store.SKBeginsWith, store.SKGreater, store.SKGreaterEq:
+			return cond, false
+		case store.SKBetween:
+			if c.B == "" {
+				return "", true
+			}
+			c = store.SKCond{Op: store.SKLessEq, A: c.B}
+		}
+	}
+	if c.Op == store.SKBetween && c.A > c.B {
+		return "", true
+	}
+	if c.Op == store.SKAny {
+		return cond, false
+	}
+	sk := e.name(skAttr)
+	switch c.Op {
+	case store.SKEqual:
+		cond += fmt.Sprintf(" AND %s = %s", sk, e.value(str(c.A)))
+	case store.SKBeginsWith:
+		cond += fmt.Sprintf(" AND begins_with(%s, %s)", sk, e.value(str(c.A)))
+	case store.SKBetween:
+		cond += fmt.Sprintf(" AND %s BETWEEN %s AND %s", sk, e.value(str(c.A)), e.value(str(c.B)))
+	case store.SKLess:
+		cond += fmt.Sprintf(" AND %s < %s", sk, e.value(str(c.A)))
+	case store.SKLessEq:
+		cond += fmt.Sprintf(" AND %s <= %s", sk, e.value(str(c.A)))
+	case store.SKGreater:
+		cond += fmt.Sprintf(" AND %s > %s", sk, e.value(str(c.A)))
+	case store.SKGreaterEq:
+		cond += fmt.Sprintf(" AND %s >= %s", sk, e.value(str(c.A)))
+	}
+	return cond, false
+}
+
+// Query implements store.Store. A page may be short (expired items are
+// dropped after DynamoDB applies the limit); only an empty Next is the end.
 func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 	if q.PK == "" || !store.ValidIndex(q.Index) || q.Limit < 0 {
-		return store.Page{}, fmt.Errorf("%w: query needs a partition key, a known index and a limit >= 0", store.ErrInvalid)
+		return store.Page{}, fmt.Errorf("%w: a query needs a partition key, a known index and a limit >= 0", store.ErrInvalid)
+	}
+	if q.SK.Op < store.SKAny || q.SK.Op > store.SKGreaterEq {
+		return store.Page{}, fmt.Errorf("%w: unknown sort-key operator %d", store.ErrInvalid, q.SK.Op)
+	}
+	if err := utf8OK(q.PK, q.SK.A, q.SK.B); err != nil {
+		return store.Page{}, err
+	}
+	var lek map[string]av
+	if q.Cursor != "" {
+		var err error
+		if lek, err = decodeCursor(q.Cursor, q); err != nil {
+			return store.Page{}, err
+		}
 	}
 	pkAttr, skAttr := store.AttrPK, store.AttrSK
 	if q.Index != "" {
 		pkAttr, skAttr = store.IndexPKAttr(q.Index), store.IndexSKAttr(q.Index)
 	}
 	e := newExpr()
-	kc := fmt.Sprintf("%s = %s", e.name(pkAttr), e.value(str(q.PK)))
-	sk := ""
-	if q.SK.Op != store.SKAny {
-		sk = e.name(skAttr)
+	kc, empty := keyCond(e, q, pkAttr, skAttr)
+	if empty {
+		return store.Page{}, nil
 	}
-	switch q.SK.Op {
-	case store.SKAny:
-	case store.SKEqual:
-		kc += fmt.Sprintf(" AND %s = %s", sk, e.value(str(q.SK.A)))
-	case store.SKBeginsWith:
-		kc += fmt.Sprintf(" AND begins_with(%s, %s)", sk, e.value(str(q.SK.A)))
-	case store.SKBetween:
-		kc += fmt.Sprintf(" AND %s BETWEEN %s AND %s", sk, e.value(str(q.SK.A)), e.value(str(q.SK.B)))
-	case store.SKLess:
-		kc += fmt.Sprintf(" AND %s < %s", sk, e.value(str(q.SK.A)))
-	case store.SKLessEq:
-		kc += fmt.Sprintf(" AND %s <= %s", sk, e.value(str(q.SK.A)))
-	case store.SKGreater:
-		kc += fmt.Sprintf(" AND %s > %s", sk, e.value(str(q.SK.A)))
-	case store.SKGreaterEq:
-		kc += fmt.Sprintf(" AND %s >= %s", sk, e.value(str(q.SK.A)))
-	default:
-		return store.Page{}, fmt.Errorf("%w: unknown sort-key operator", store.ErrInvalid)
-	}
-	if q.SK.Op == store.SKBetween && q.SK.A > q.SK.B {
-		return store.Page{}, nil // DynamoDB rejects an inverted range; it is simply empty.
-	}
-	ttl := e.name(store.AttrTTL)
-	filter := fmt.Sprintf("attribute_not_exists(%s) OR %s > %s", ttl, ttl, e.value(num(s.now().Unix())))
 	limit := q.Limit
 	if limit == 0 {
-		limit = 100
+		limit = pageSize
 	}
-	in := &dynamodb.QueryInput{TableName: &s.table, KeyConditionExpression: aws.String(kc), FilterExpression: aws.String(filter),
+	in := &dynamodb.QueryInput{TableName: &s.table, KeyConditionExpression: aws.String(kc),
 		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values, ScanIndexForward: aws.Bool(!q.Desc),
-		Limit: aws.Int32(int32(limit))}
+		Limit: aws.Int32(int32(min(limit, math.MaxInt32))), ExclusiveStartKey: lek}
 	if q.Index != "" {
 		in.IndexName = aws.String(q.Index)
 	} else {
 		in.ConsistentRead = aws.Bool(true)
 	}
-	if q.Cursor != "" {
-		lek, err := decodeCursor(q.Cursor, pkAttr, q.PK)
-		if err != nil {
-			return store.Page{}, err
-		}
-		in.ExclusiveStartKey = lek
-	}
 	out, err := s.c.Query(ctx, in)
 	if err != nil {
 		return store.Page{}, err
 	}
-	page := store.Page{}
+	page := store.Page{Items: make([]store.Item, 0, len(out.Items))}
 	for _, m := range out.Items {
-		page.Items = append(page.Items, fromAttrs(m))
+		// Expired items are dropped here rather than by a FilterExpression:
+		// the same read cost and page semantics, and emulators that count
+		// filtered items wrongly (minidyn) page correctly.
+		if s.live(m) {
+			page.Items = append(page.Items, fromAttrs(m))
+		}
 	}
 	if len(out.LastEvaluatedKey) > 0 {
 		page.Next = encodeCursor(out.LastEvaluatedKey)
@@ -617,8 +772,11 @@ func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 	return page, nil
 }
 
-// CreateTable creates the table as store/schema.go describes it (an
-// existing table is fine) and waits until it is active.
+// CreateTable creates the table as store/schema.go describes it: string
+// keys pk/sk, indexes gsi1…gsi5 on gsiNpk/gsiNsk projecting all attributes,
+// on-demand billing. An existing table is fine. It waits until the table is
+// active, then turns on TTL on the ttl attribute where the service offers
+// it (emulators do not; reads filter expired items either way).
 func CreateTable(ctx context.Context, c *dynamodb.Client, table string) error {
 	attrs := []types.AttributeDefinition{
 		{AttributeName: aws.String(store.AttrPK), AttributeType: types.ScalarAttributeTypeS},
@@ -650,13 +808,24 @@ func CreateTable(ctx context.Context, c *dynamodb.Client, table string) error {
 	})
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {
+		return fmt.Errorf("dynamostore: create table %s: %w", table, err)
+	}
+	if err := waitActive(ctx, c, table); err != nil {
 		return err
 	}
+	// Best effort: TTL only reclaims space, and an enabled TTL answers
+	// with an error too.
+	_, _ = c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(table),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(store.AttrTTL), Enabled: aws.Bool(true)}})
+	return nil
+}
+
+func waitActive(ctx context.Context, c *dynamodb.Client, table string) error {
 	var last string
-	for i := 0; i < 100; i++ {
+	for i := 0; i < 600; i++ {
 		out, err := c.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		// minidyn reports no status: its tables are usable at once.
 		if err == nil && out.Table != nil && (out.Table.TableStatus == types.TableStatusActive || out.Table.TableStatus == "") {
-			// minidyn reports no status: it is usable at once.
 			return nil
 		}
 		if err != nil {
@@ -667,7 +836,7 @@ func CreateTable(ctx context.Context, c *dynamodb.Client, table string) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	return fmt.Errorf("dynamostore: table %s did not become active (%s)", table, last)

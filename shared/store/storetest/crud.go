@@ -230,24 +230,11 @@ func testUpdate(t *testing.T, s store.Store) {
 	if p := queryAll(t, s, store.Query{Index: "gsi1", PK: "i1b", SK: store.SKCond{Op: store.SKEqual, A: "s1b"}}); sks(p) != "a" {
 		t.Fatalf("new index entry: %q", sks(p))
 	}
-	got = update(t, s, store.Update{Key: k, SetIndexes: map[string]store.IndexKey{"gsi1": {}}})
-	delete(want.Indexes, "gsi1")
-	sameItem(t, "remove from one index", got, want)
-	if p := queryAll(t, s, store.Query{Index: "gsi1", PK: "i1b"}); len(p) != 0 {
-		t.Fatalf("removed index entry survived: %q", sks(p))
-	}
-	if p := queryAll(t, s, store.Query{Index: "gsi2", PK: "i2"}); sks(p) != "a" {
-		t.Fatalf("other index lost its entry: %q", sks(p))
-	}
-
-	// Expiry: set and clear.
+	// Expiry.
 	exp := time.Now().Add(time.Hour)
 	got = update(t, s, store.Update{Key: k, SetExpiresAt: &exp})
 	want.ExpiresAt = exp
 	sameItem(t, "set expiry", got, want)
-	got = update(t, s, store.Update{Key: k, SetExpiresAt: &time.Time{}})
-	want.ExpiresAt = time.Time{}
-	sameItem(t, "clear expiry", got, want)
 
 	// An empty update only bumps the version; the result is what Get sees.
 	before := get(t, s, k)
@@ -262,9 +249,36 @@ func testUpdate(t *testing.T, s store.Store) {
 		t.Fatalf("get v%d, update returned v%d", g.Version, got.Version)
 	}
 
-	// An empty (non-nil) payload clears it.
+}
+
+// Update removes what it is told to: an index entry (an empty IndexKey),
+// the expiry (a zero time), the payload (an empty, non-nil SetData).
+func testUpdateClears(t *testing.T, s store.Store) {
+	k := key("uc", "a")
+	want := store.Item{Key: k, Data: []byte("d"), Nums: map[string]int64{"n": 1}, ExpiresAt: time.Now().Add(time.Hour),
+		Indexes: map[string]store.IndexKey{"gsi1": {PK: "i1", SK: "s1"}, "gsi2": {PK: "i2", SK: "s2"}}}
+	put(t, s, want, store.Condition{})
+
+	got := update(t, s, store.Update{Key: k, SetIndexes: map[string]store.IndexKey{"gsi1": {}}})
+	delete(want.Indexes, "gsi1")
+	sameItem(t, "remove from one index", got, want)
+	if p := queryAll(t, s, store.Query{Index: "gsi1", PK: "i1"}); len(p) != 0 {
+		t.Fatalf("removed index entry survived: %q", sks(p))
+	}
+	if p := queryAll(t, s, store.Query{Index: "gsi2", PK: "i2"}); sks(p) != "a" {
+		t.Fatalf("other index lost its entry: %q", sks(p))
+	}
+
+	got = update(t, s, store.Update{Key: k, SetExpiresAt: &time.Time{}})
+	want.ExpiresAt = time.Time{}
+	sameItem(t, "clear expiry", got, want)
+	sameItem(t, "get after clearing the expiry", get(t, s, k), want)
+
 	got = update(t, s, store.Update{Key: k, SetData: []byte{}})
-	if len(got.Data) != 0 || len(get(t, s, k).Data) != 0 {
-		t.Fatalf("SetData empty: %q", got.Data)
+	want.Data = nil
+	sameItem(t, "clear payload", got, want)
+	sameItem(t, "get after clearing the payload", get(t, s, k), want)
+	if got.Version != 4 {
+		t.Fatalf("v%d after three updates", got.Version)
 	}
 }

@@ -195,9 +195,16 @@ func testPaging(t *testing.T, s store.Store) {
 	if sks(got) != strings.Join(reversed(want[10:30]), ",") {
 		t.Fatalf("range with cursor: %q", sks(got))
 	}
-	// The cursor is resumed strictly after the last returned item, even
-	// when that item is deleted in between.
-	p, err = s.Query(ctx, store.Query{PK: "pg", Limit: 3})
+}
+
+// A cursor resumes strictly after the last returned item, even when that
+// item is deleted in between, on the base table and on an index.
+func testCursorAfterDeletedItem(t *testing.T, s store.Store) {
+	for i := 0; i < 10; i++ {
+		sk := fmt.Sprintf("%03d", i)
+		put(t, s, store.Item{Key: key("pg", sk), Indexes: map[string]store.IndexKey{"gsi3": {PK: "pg-ix", SK: sk}}}, store.Condition{})
+	}
+	p, err := s.Query(ctx, store.Query{PK: "pg", Limit: 3})
 	if err != nil || sks(p.Items) != "000,001,002" {
 		t.Fatalf("first page: %v %q", err, sks(p.Items))
 	}
@@ -210,5 +217,17 @@ func testPaging(t *testing.T, s store.Store) {
 	p, err = s.Query(ctx, store.Query{PK: "pg", Limit: 3, Cursor: p.Next})
 	if err != nil || sks(p.Items) != "004,005,006" {
 		t.Fatalf("after deleting the cursor's item: %v %q", err, sks(p.Items))
+	}
+
+	p, err = s.Query(ctx, store.Query{Index: "gsi3", PK: "pg-ix", Limit: 2, Desc: true})
+	if err != nil || sks(p.Items) != "009,008" {
+		t.Fatalf("index, first page: %v %q", err, sks(p.Items))
+	}
+	if _, err := s.Update(ctx, store.Update{Key: key("pg", "008"), SetIndexes: map[string]store.IndexKey{"gsi3": {PK: "elsewhere", SK: "x"}}}); err != nil {
+		t.Fatal(err)
+	}
+	rest := queryAll(t, s, store.Query{Index: "gsi3", PK: "pg-ix", Limit: 2, Desc: true, Cursor: p.Next})
+	if sks(rest) != "007,006,005,004,001,000" {
+		t.Fatalf("index, after moving the cursor's item: %q", sks(rest))
 	}
 }
