@@ -34,7 +34,6 @@ import (
 	"github.com/agentplane/agentplane/shared/workflow"
 	"github.com/distribution/reference"
 	"gocloud.dev/blob"
-	"gocloud.dev/gcerrors"
 )
 
 // WorkflowName is the build workflow's name (and the state machine's
@@ -502,6 +501,3 @@ func (b *Builder) failure(status deployments.RevisionStatus) workflow.StepFunc {
 		return st, nil
 	}
 }
-
-// isNotFound reports a missing blob.
-func isNotFound(err error) bool { return gcerrors.Code(err) == gcerrors.NotFound }
