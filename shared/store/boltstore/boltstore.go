@@ -15,7 +15,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -150,7 +149,7 @@ func (s *Store) purgeBatch(now time.Time, max int) (int, error) {
 	return n, err
 }
 
-// record is the stored form of an item.
+// record is an item as stored (codec.go encodes it).
 type record struct {
 	I map[string][2]string `json:"i,omitempty"`
 	D []byte               `json:"d,omitempty"`
@@ -254,10 +253,7 @@ func fromRecord(k store.Key, r record) store.Item {
 		it.Data = []byte{}
 	}
 	if len(r.N) > 0 {
-		it.Nums = make(map[string]int64, len(r.N))
-		for name, v := range r.N {
-			it.Nums[name] = v
-		}
+		it.Nums = r.N // every record handed here is a fresh one
 	}
 	if len(r.I) > 0 {
 		it.Indexes = make(map[string]store.IndexKey, len(r.I))
@@ -277,9 +273,9 @@ func load(tx *bolt.Tx, k store.Key) (record, bool, error) {
 	if v == nil {
 		return record{}, false, nil
 	}
-	var r record
-	if err := json.Unmarshal(v, &r); err != nil {
-		return record{}, false, fmt.Errorf("boltstore: corrupt item %q/%q: %w", k.PK, k.SK, err)
+	r, err := decodeRecord(v)
+	if err != nil {
+		return record{}, false, fmt.Errorf("boltstore: item %q/%q: %w", k.PK, k.SK, err)
 	}
 	return r, true, nil
 }
@@ -320,11 +316,7 @@ func write(tx *bolt.Tx, k store.Key, old record, hadOld bool, nr record) error {
 			return err
 		}
 	}
-	b, err := json.Marshal(nr)
-	if err != nil {
-		return err
-	}
-	if err := tx.Bucket(baseBucket).Put(baseKey(k), b); err != nil {
+	if err := tx.Bucket(baseBucket).Put(baseKey(k), encodeRecord(nr)); err != nil {
 		return err
 	}
 	for name, v := range nr.I {
