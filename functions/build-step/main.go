@@ -1,6 +1,13 @@
-// Command build-step is the Lambda function that the build state machine's
-// Task states invoke with {"workflow", "step", "state"}; it runs that step
-// through App.RunStep and returns the next state.
+// Command build-step runs workflow steps. As the Lambda function that the
+// state machines' Task states invoke with {"workflow", "step", "state"}, it
+// runs that step through App.RunStep and returns the next state.
+//
+// Run as `bootstrap run-step FILE` (in the CodeBuild project of a step with
+// AWSService "codebuild", whose source is this function's zip), it runs the
+// step named by AGENTPLANE_WORKFLOW and AGENTPLANE_STEP once on the state
+// in AGENTPLANE_STATE, retrying transient errors as the definition says,
+// and writes the next state to FILE; a failure exits non-zero, which fails
+// the build and so the state.
 package main
 
 import (
@@ -8,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log"
+	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
 
@@ -24,6 +32,15 @@ func main() {
 	app, err := server.New(context.Background(), cfg)
 	if err != nil {
 		log.Fatalf("build-step: start: %v", err)
+	}
+	if len(os.Args) == 3 && os.Args[1] == "run-step" {
+		err := runStepToFile(context.Background(), app, os.Getenv("AGENTPLANE_WORKFLOW"), os.Getenv("AGENTPLANE_STEP"),
+			os.Getenv("AGENTPLANE_STATE"), os.Args[2])
+		_ = app.Close()
+		if err != nil {
+			log.Fatalf("build-step: %v", err)
+		}
+		return
 	}
 	lambda.Start(func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
 		out, err := app.RunStep(ctx, payload)

@@ -1,5 +1,5 @@
-// Command controlplane is the Lambda function that serves the "controlplane" route group
-// of shared/routes behind API Gateway (REST API, proxy integration).
+// Command controlplane is the Lambda function of the "controlplane" route group
+// (shared/routes), served behind API Gateway (REST API, proxy integration).
 package main
 
 import (

@@ -1,5 +1,5 @@
-// Command orgaccess is the Lambda function that serves the "orgaccess" route group
-// of shared/routes behind API Gateway (REST API, proxy integration).
+// Command orgaccess is the Lambda function of the "orgaccess" route group
+// (shared/routes), served behind API Gateway (REST API, proxy integration).
 package main
 
 import (

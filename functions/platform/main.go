@@ -1,5 +1,5 @@
-// Command platform is the Lambda function that serves the "platform" route group
-// of shared/routes behind API Gateway (REST API, proxy integration).
+// Command platform is the Lambda function of the "platform" route group
+// (shared/routes), served behind API Gateway (REST API, proxy integration).
 package main
 
 import (

@@ -1,5 +1,5 @@
-// Command scim is the Lambda function that serves the "scim" route group
-// of shared/routes behind API Gateway (REST API, proxy integration).
+// Command scim is the Lambda function of the "scim" route group
+// (shared/routes), served behind API Gateway (REST API, proxy integration).
 package main
 
 import (
