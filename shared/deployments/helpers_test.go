@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +17,9 @@ import (
 
 	"github.com/agentplane/agentplane/shared/builds/gittest"
 	"github.com/agentplane/agentplane/shared/deployments"
+	"github.com/agentplane/agentplane/shared/secrets"
 	"github.com/agentplane/agentplane/shared/server"
+	"github.com/agentplane/agentplane/shared/web"
 )
 
 const adminKey = "ap_test_controlplane_key_0123456789"
@@ -248,4 +252,35 @@ func (e *env) revisions(dep string) []map[string]any {
 		}
 		offset = int(page["offset"].(float64))
 	}
+}
+
+func mustLocalKeeper(t testing.TB) secrets.Keeper {
+	k, err := secrets.OpenLocal(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func netLookup(host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(context.Background(), "ip", host)
+}
+
+func anyPublic(addrs []netip.Addr) bool {
+	for _, a := range addrs {
+		if deployments.PublicAddr(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// httptestHandler serves the control-plane API of svc (authenticating with
+// e's identity service) and returns a caller for it.
+func httptestHandler(t testing.TB, svc *deployments.Service, e *env) *env {
+	mux := web.NewMux()
+	deployments.NewHandler(svc, e.app.Deps().Identity).Register(mux)
+	srv := httptest.NewServer(web.Chain(mux, web.Observe(quiet())))
+	t.Cleanup(srv.Close)
+	return &env{t: t, srv: srv, ws: e.ws}
 }

@@ -335,3 +335,22 @@ func TestErrorsAndAuth(t *testing.T) {
 		t.Fatalf("duplicate: %d %s", r.Code, r.Body)
 	}
 }
+
+// Reads need the Viewer role in the workspace, changes need Editor.
+func TestRoles(t *testing.T) {
+	e := start(t, "")
+	d := e.must(201, "POST", "/v2/deployments", imageBody("roles"))
+	k := e.must(201, "POST", "/api/v1/api-key", map[string]any{"description": "viewer", "workspaces": []any{map[string]any{"workspace_id": e.ws, "role": "Viewer"}}})
+	viewer := str(k, "key")
+	if r := e.call("GET", "/v2/deployments/"+str(d, "id"), nil, "X-Api-Key", viewer); r.Code != 200 {
+		t.Fatalf("viewer read: %d %s", r.Code, r.Body)
+	}
+	for _, c := range []struct{ method, path string }{
+		{"POST", "/v2/deployments"}, {"PATCH", "/v2/deployments/" + str(d, "id")}, {"DELETE", "/v2/deployments/" + str(d, "id")},
+		{"POST", "/v2/deployments/" + str(d, "id") + "/revisions/" + str(d, "latest_revision_id") + "/redeploy"}, {"POST", "/v2/listeners"},
+	} {
+		if r := e.call(c.method, c.path, "{}", "X-Api-Key", viewer); r.Code != 403 {
+			t.Errorf("viewer %s %s: %d %s", c.method, c.path, r.Code, r.Body)
+		}
+	}
+}
