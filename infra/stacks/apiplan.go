@@ -1,0 +1,172 @@
+package stacks
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/agentplane/agentplane/shared/routes"
+)
+
+// apiNode is one resource of the REST API: a path part, the methods on it
+// (method → route group) and its child resources.
+type apiNode struct {
+	part     string // "" for the root, "items", "{id}" or "{path+}"
+	methods  map[string]string
+	children map[string]*apiNode
+}
+
+func newNode(part string) *apiNode {
+	return &apiNode{part: part, methods: map[string]string{}, children: map[string]*apiNode{}}
+}
+
+// childParts returns the node's child path parts in a stable order.
+func (n *apiNode) childParts() []string {
+	out := make([]string, 0, len(n.children))
+	for p := range n.children {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// methodNames returns the node's methods in a stable order.
+func (n *apiNode) methodNames() []string {
+	out := make([]string, 0, len(n.methods))
+	for m := range n.methods {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var (
+	// API Gateway path parts: letters, digits and a few punctuation marks.
+	literalPart = regexp.MustCompile(`^[A-Za-z0-9._~:@!$&'()*,;=-]+$`)
+	paramName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	httpMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "HEAD": true, "OPTIONS": true}
+)
+
+// apiPart maps one ServeMux path segment to an API Gateway path part:
+// "{id}" stays, a trailing wildcard "{rest...}" becomes the greedy "{rest+}".
+func apiPart(seg string, last bool) (string, error) {
+	if !strings.HasPrefix(seg, "{") {
+		if !literalPart.MatchString(seg) {
+			return "", fmt.Errorf("path part %q is not allowed by API Gateway", seg)
+		}
+		return seg, nil
+	}
+	if !strings.HasSuffix(seg, "}") {
+		return "", fmt.Errorf("path part %q mixes text and a parameter", seg)
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(seg, "{"), "}")
+	greedy := strings.HasSuffix(name, "...")
+	name = strings.TrimSuffix(name, "...")
+	if !paramName.MatchString(name) {
+		return "", fmt.Errorf("path parameter %q is not a valid name", seg)
+	}
+	if greedy {
+		if !last {
+			return "", fmt.Errorf("wildcard %q must be the last path part", seg)
+		}
+		return "{" + name + "+}", nil
+	}
+	return "{" + name + "}", nil
+}
+
+func isVariable(part string) bool { return strings.HasPrefix(part, "{") }
+
+// planAPI builds the resource tree of the REST API from the route table.
+// It rejects what API Gateway would reject at deploy time: two groups on
+// one method and path, two differently named parameters (or a parameter
+// and a wildcard) under one parent, and paths it cannot express.
+func planAPI(groups []routes.Group) (*apiNode, error) {
+	root := newNode("")
+	for _, g := range groups {
+		if len(g.Routes) == 0 {
+			return nil, fmt.Errorf("route group %s has no routes", g.Name)
+		}
+		for _, r := range g.Routes {
+			if err := addRoute(root, g.Name, r); err != nil {
+				return nil, fmt.Errorf("route group %s, %s: %w", g.Name, r.Pattern(), err)
+			}
+		}
+	}
+	return root, nil
+}
+
+func addRoute(root *apiNode, group string, r routes.Route) error {
+	if !httpMethods[r.Method] {
+		return fmt.Errorf("method %q is not one API Gateway routes", r.Method)
+	}
+	if !strings.HasPrefix(r.Path, "/") {
+		return fmt.Errorf("path must start with /")
+	}
+	n := root
+	if r.Path != "/" {
+		if strings.HasSuffix(r.Path, "/") {
+			return fmt.Errorf("a trailing slash (a ServeMux subtree) has no API Gateway resource")
+		}
+		segs := strings.Split(r.Path[1:], "/")
+		for i, seg := range segs {
+			if seg == "" {
+				return fmt.Errorf("empty path part")
+			}
+			part, err := apiPart(seg, i == len(segs)-1)
+			if err != nil {
+				return err
+			}
+			child, ok := n.children[part]
+			if !ok {
+				if isVariable(part) {
+					for other := range n.children {
+						if isVariable(other) {
+							return fmt.Errorf("%s and %s under one parent: API Gateway allows one variable part per resource", other, part)
+						}
+					}
+				}
+				child = newNode(part)
+				n.children[part] = child
+			}
+			n = child
+		}
+	}
+	if prev, dup := n.methods[r.Method]; dup {
+		return fmt.Errorf("already served by group %s", prev)
+	}
+	n.methods[r.Method] = group
+	return nil
+}
+
+// apiRoutes lists every "METHOD /path" of a tree in API Gateway syntax.
+func apiRoutes(root *apiNode) []string {
+	var out []string
+	var walk func(n *apiNode, path string)
+	walk = func(n *apiNode, path string) {
+		p := path
+		if p == "" {
+			p = "/"
+		}
+		for _, m := range n.methodNames() {
+			out = append(out, m+" "+p)
+		}
+		for _, c := range n.childParts() {
+			walk(n.children[c], path+"/"+c)
+		}
+	}
+	walk(root, "")
+	sort.Strings(out)
+	return out
+}
+
+// APIPath is a route's path as an API Gateway resource path.
+func APIPath(path string) string {
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "...}") {
+			segs[i] = strings.TrimSuffix(s, "...}") + "+}"
+		}
+	}
+	return strings.Join(segs, "/")
+}

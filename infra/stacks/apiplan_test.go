@@ -1,0 +1,79 @@
+package stacks
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/agentplane/agentplane/shared/routes"
+)
+
+func TestPlanAPIFromTheRouteTable(t *testing.T) {
+	root, err := planAPI(routes.Groups())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, g := range routes.Groups() {
+		for _, r := range g.Routes {
+			want = append(want, r.Method+" "+APIPath(r.Path))
+		}
+	}
+	got := apiRoutes(root)
+	if len(got) != len(want) {
+		t.Fatalf("%d API routes for %d table routes", len(got), len(want))
+	}
+	seen := map[string]bool{}
+	for _, r := range got {
+		seen[r] = true
+	}
+	for _, r := range want {
+		if !seen[r] {
+			t.Errorf("route %s missing from the API plan", r)
+		}
+	}
+}
+
+func TestPlanAPI(t *testing.T) {
+	g := func(name string, rs ...string) routes.Group {
+		out := routes.Group{Name: name}
+		for _, r := range rs {
+			m, p, _ := strings.Cut(r, " ")
+			out.Routes = append(out.Routes, routes.Route{Method: m, Path: p})
+		}
+		return out
+	}
+	root, err := planAPI([]routes.Group{
+		g("a", "GET /", "GET /items", "POST /items", "GET /items/{id}", "GET /files/{path...}"),
+		g("b", "DELETE /items/{id}", "GET /items/{id}/parts"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"DELETE /items/{id}", "GET /", "GET /files/{path+}", "GET /items", "GET /items/{id}", "GET /items/{id}/parts", "POST /items"}
+	if got := apiRoutes(root); !reflect.DeepEqual(got, want) {
+		t.Errorf("routes %v\nwant %v", got, want)
+	}
+	if grp := root.children["items"].children["{id}"].methods["DELETE"]; grp != "b" {
+		t.Errorf("DELETE /items/{id} → %q", grp)
+	}
+
+	for _, bad := range [][]routes.Group{
+		{g("a", "GET /x"), g("b", "GET /x")},
+		{g("a", "GET /x/{id}", "GET /x/{name}/y")},
+		{g("a", "GET /x/{id}", "GET /x/{rest...}")},
+		{g("a", "GET /x/{rest...}/y")},
+		{g("a", "GET /x/")},
+		{g("a", "GET /x//y")},
+		{g("a", "GET x")},
+		{g("a", "FETCH /x")},
+		{g("a", "GET /x/a{id}")},
+		{g("a", "GET /x/{1d}")},
+		{g("a", "GET /x y")},
+		{g("a")},
+	} {
+		if _, err := planAPI(bad); err == nil {
+			t.Errorf("accepted %v", bad)
+		}
+	}
+}
