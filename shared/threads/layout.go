@@ -26,7 +26,7 @@ import (
 //	            gsi3 thrx#{dep}          expires_at#{thread}       (TTL delete)
 //	            gsi4 thrttl#{shard}      expires_at#{dep}#{thread} (any TTL)
 //	pair member PK thrm#{dep}#{pair}    SK {thread}     (no data)
-//	counters    PK thrn#{dep}           SK c#{shard}          Nums: all, per status, ovf
+//	counters    PK thrn#{dep}           SK c#{shard}          Nums: all, per status, ovf, vovf
 //	                                    SK p#{pair}#{shard}   Nums: all, per status
 //	chain       PK thrc#{chain}         SK #chain       data: chainRecord, Nums: refs
 //	checkpoint  PK thrc#{chain}         SK cp#{id}      data: checkpoint or blob ref
@@ -35,7 +35,8 @@ import (
 // Together the thread and companion items index the nine orderings search
 // needs (four sort columns plus status, with and without a status filter)
 // and the thread_id order is the base table's. A pair is one top-level
-// metadata key with its value; its members and counters serve metadata
+// metadata key with its value, or one top-level key of the state values
+// with its value; its members and counters serve metadata and values
 // filters and their counts.
 
 const (
@@ -47,6 +48,10 @@ const (
 	// values are matched by reading candidates.
 	maxPairKey   = 256
 	maxPairValue = 512
+	// maxIndexedValuePairs bounds the values pairs indexed per thread: a
+	// state update may change each (four operations: two counters, a
+	// member removed, one added).
+	maxIndexedValuePairs = 8
 )
 
 func threadKey(dep, tid string) store.Key    { return store.Key{PK: "thr#" + dep, SK: "t#" + tid} }
@@ -154,10 +159,56 @@ func pairHash(k string, v any) (string, bool) {
 	return shortHash(sum[:]), true
 }
 
+// valuePairs returns the indexed pairs of state values (hash by key), and
+// whether some keys were left out. Unlike metadata, a value of any size is
+// hashed (message lists are the values filtered on most), and the hash
+// has its own domain: a leading 0xff byte, which no key (valid UTF-8, as
+// JSON decoding leaves it) starts with.
+func valuePairs(values map[string]any) (map[string]string, bool) {
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := map[string]string{}
+	overflow := false
+	for _, k := range keys {
+		if len(k) > maxPairKey {
+			overflow = true
+			continue
+		}
+		if len(out) == maxIndexedValuePairs {
+			overflow = true
+			break
+		}
+		out[k] = valuePairHash(k, values[k])
+	}
+	return out, overflow
+}
+
+// valuePairHash names the values pair (k, v).
+func valuePairHash(k string, v any) string {
+	sum := sha256.Sum256(append(append(append([]byte{0xff}, k...), 0), canonicalJSON(v)...))
+	return shortHash(sum[:])
+}
+
+// indexedPairs is every pair of a thread the pair index holds: its
+// metadata pairs and its values pairs.
+func indexedPairs(t *threadRecord) (md map[string]string, mdOvf bool, all []string) {
+	md, mdOvf = pairs(t.Metadata)
+	for _, h := range md {
+		all = append(all, h)
+	}
+	for _, h := range t.ValuePairs {
+		all = append(all, h)
+	}
+	return md, mdOvf, all
+}
+
 // counterOps returns the counter updates for a thread moving from
 // (oldStatus, oldPairs, oldOverflow) to the new ones; "" status means
 // absent (creation or deletion).
-func counterOps(dep, tid string, oldStatus string, oldPairs map[string]string, oldOvf bool, newStatus string, newPairs map[string]string, newOvf bool) []store.TxOp {
+func counterOps(dep, tid string, oldStatus string, oldPairs []string, oldOvf, oldVOvf bool, newStatus string, newPairs []string, newOvf, newVOvf bool) []store.TxOp {
 	shard := shardOf(tid)
 	var ops []store.TxOp
 	delta := func(status string, n int64) map[string]int64 {
@@ -187,6 +238,13 @@ func counterOps(dep, tid string, oldStatus string, oldPairs map[string]string, o
 			main["ovf"]++
 		} else {
 			main["ovf"]--
+		}
+	}
+	if oldVOvf != newVOvf {
+		if newVOvf {
+			main["vovf"]++
+		} else {
+			main["vovf"]--
 		}
 	}
 	if len(main) > 0 {

@@ -68,6 +68,11 @@ type threadRecord struct {
 	// ValuesLarge they are read from the latest checkpoint.
 	Values      map[string]any `json:"values,omitempty"`
 	ValuesLarge bool           `json:"values_large,omitempty"`
+	// ValuePairs are the indexed top-level pairs of the values (key →
+	// hash), kept here because large values are not inline; ValuesOverflow:
+	// the values had more keys than are indexed.
+	ValuePairs     map[string]string `json:"vpairs,omitempty"`
+	ValuesOverflow bool              `json:"vovf,omitempty"`
 	// Latest is the newest checkpoint id ("" before any state) and
 	// LatestLevel its lineage level.
 	Latest      string `json:"latest,omitempty"`

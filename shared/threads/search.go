@@ -144,8 +144,19 @@ func (s *Service) find(ctx context.Context, dep string, f Filter, sortBy string,
 		statusCol = f.Status
 	}
 	n := counts[statusCol]
+	// The pairs of the filter: metadata pairs, then values pairs. A
+	// thread with more pairs than are indexed (ovf, vovf) makes the
+	// index incomplete for that kind of filter.
 	hashes, indexable := filterPairs(f.Metadata)
-	if len(f.Metadata) > 0 && indexable && counts["ovf"] == 0 {
+	if len(f.Metadata) > 0 && counts["ovf"] != 0 {
+		indexable = false
+	}
+	if len(f.Values) > 0 {
+		vh, ok := filterValuePairs(f.Values)
+		hashes = append(hashes, vh...)
+		indexable = indexable && ok && counts["vovf"] == 0
+	}
+	if len(hashes) > 0 && indexable {
 		rarest, rn := "", int64(-1)
 		for _, h := range hashes {
 			pc, err := s.counters(ctx, dep, "p#"+h+"#", st)
@@ -225,6 +236,20 @@ func filterPairs(md map[string]any) ([]string, bool) {
 		}
 		out = append(out, h)
 	}
+	return out, true
+}
+
+// filterValuePairs returns the pair hashes of a values filter, and
+// whether every pair can be answered by the index.
+func filterValuePairs(values map[string]any) ([]string, bool) {
+	out := make([]string, 0, len(values))
+	for k, v := range values {
+		if len(k) > maxPairKey {
+			return nil, false
+		}
+		out = append(out, valuePairHash(k, v))
+	}
+	sort.Strings(out)
 	return out, true
 }
 

@@ -299,3 +299,112 @@ func TestSearchPlans(t *testing.T) {
 		}
 	}
 }
+
+// TestValuesFilterIndexed: a values filter is served by the pair index
+// (top-level keys of the state values), stays exact as states change,
+// and falls back to reading candidates, still exact, once a thread has
+// more values keys than are indexed.
+func TestValuesFilterIndexed(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const n = 200
+	var ids []string
+	for i := 0; i < n; i++ {
+		in := threads.CreateIn{Metadata: map[string]any{"graph_id": "agent"}, Supersteps: []threads.SuperstepIn{{Updates: []threads.UpdateIn{{
+			AsNode: node("agent"), Values: map[string]any{"topic": fmt.Sprintf("t%d", i%20), "n": i % 2}}}}}}
+		th, err := e.svc.Create(ctx, e.dep, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, th.ThreadID)
+	}
+	search := func(values map[string]any) ([]string, int, threads.Stats) {
+		t.Helper()
+		var st threads.Stats
+		res, err := e.svc.Search(threads.WithStats(ctx, &st), e.dep, threads.SearchIn{Limit: 1000, SortBy: "thread_id", Filter: threads.Filter{Values: values}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, th := range res.Threads {
+			got = append(got, th["thread_id"].(string))
+		}
+		cnt, err := e.svc.Count(ctx, e.dep, threads.Filter{Values: values})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cnt != res.Total || cnt != len(got) {
+			t.Fatalf("count %d, total %d, %d threads", cnt, res.Total, len(got))
+		}
+		return got, cnt, st
+	}
+	want := func(pred func(i int) bool) []string {
+		var out []string
+		for i, id := range ids {
+			if pred(i) {
+				out = append(out, id)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	got, _, st := search(map[string]any{"topic": "t3"})
+	if !reflect.DeepEqual(got, want(func(i int) bool { return i%20 == 3 })) || st.Plan != "pair" || st.ItemsRead > 40 {
+		t.Fatalf("topic t3: %d threads, plan %s, %d items read", len(got), st.Plan, st.ItemsRead)
+	}
+	// Numbers match whatever their spelling; two pairs intersect.
+	got, _, _ = search(map[string]any{"topic": "t3", "n": 1.0})
+	if !reflect.DeepEqual(got, want(func(i int) bool { return i%20 == 3 })) {
+		t.Fatalf("topic t3 n 1: %v", got)
+	}
+	if got, _, _ = search(map[string]any{"topic": "t3", "n": 0}); len(got) != 0 {
+		t.Fatalf("topic t3 n 0: %v", got)
+	}
+	// A state update moves a thread between pairs; a copy carries them.
+	if _, err := e.svc.UpdateState(ctx, e.dep, ids[3], threads.UpdateStateIn{Update: threads.UpdateIn{AsNode: node("agent"), Values: map[string]any{"topic": "moved"}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := e.svc.Copy(ctx, e.dep, ids[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ = search(map[string]any{"topic": "moved"}); len(got) != 2 || !contains(got, ids[3]) || !contains(got, cp.ThreadID) {
+		t.Fatalf("moved: %v", got)
+	}
+	if got, _, _ = search(map[string]any{"topic": "t3"}); contains(got, ids[3]) || len(got) != n/20-1 {
+		t.Fatalf("t3 after the move: %d", len(got))
+	}
+	if err := e.svc.Delete(ctx, e.dep, cp.ThreadID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ = search(map[string]any{"topic": "moved"}); !reflect.DeepEqual(got, []string{ids[3]}) {
+		t.Fatalf("moved after delete: %v", got)
+	}
+	// A thread with more keys than are indexed: exact by reading.
+	wide := map[string]any{"topic": "t5"}
+	for i := 0; i < 12; i++ {
+		wide[fmt.Sprintf("k%02d", i)] = i
+	}
+	if _, err := e.svc.UpdateState(ctx, e.dep, ids[0], threads.UpdateStateIn{Update: threads.UpdateIn{AsNode: node("agent"), Values: wide}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _, st = search(map[string]any{"k11": 11})
+	if !reflect.DeepEqual(got, []string{ids[0]}) || st.Plan != "scan" {
+		t.Fatalf("wide: %v plan %s", got, st.Plan)
+	}
+	if err := e.svc.Delete(ctx, e.dep, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, st = search(map[string]any{"topic": "t5"}); len(got) != n/20 || st.Plan != "pair" {
+		t.Fatalf("t5 after the wide thread went: %d plan %s", len(got), st.Plan)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -69,16 +69,18 @@ func decodeThread(data []byte) (*threadRecord, error) {
 func writeOps(old *threadRecord, version int64, nu *threadRecord) ([]store.TxOp, error) {
 	var ops []store.TxOp
 	var oldStatus, newStatus string
-	var oldPairs, newPairs map[string]string
-	var oldOvf, newOvf bool
+	var oldPairs, newPairs []string
+	var oldOvf, newOvf, oldVOvf, newVOvf bool
 	if old != nil {
 		oldStatus = old.Status
-		oldPairs, oldOvf = pairs(old.Metadata)
+		_, oldOvf, oldPairs = indexedPairs(old)
+		oldVOvf = old.ValuesOverflow
 	}
 	ref := old
 	if nu != nil {
 		newStatus = nu.Status
-		newPairs, newOvf = pairs(nu.Metadata)
+		_, newOvf, newPairs = indexedPairs(nu)
+		newVOvf = nu.ValuesOverflow
 		nu.Overflow = newOvf
 		th, comp, err := threadItems(nu)
 		if err != nil {
@@ -98,7 +100,7 @@ func writeOps(old *threadRecord, version int64, nu *threadRecord) ([]store.TxOp,
 			store.TxOp{Kind: store.OpDelete, Key: threadKey(old.Deployment, old.ID), Cond: store.HasVersion(version)},
 			store.TxOp{Kind: store.OpDelete, Key: companionKey(old.Deployment, old.ID)})
 	}
-	ops = append(ops, counterOps(ref.Deployment, ref.ID, oldStatus, oldPairs, oldOvf, newStatus, newPairs, newOvf)...)
+	ops = append(ops, counterOps(ref.Deployment, ref.ID, oldStatus, oldPairs, oldOvf, oldVOvf, newStatus, newPairs, newOvf, newVOvf)...)
 	return ops, nil
 }
 
@@ -126,8 +128,9 @@ func (s *Service) commit(ctx context.Context, old *threadRecord, version int64, 
 	return err
 }
 
-// setValues stores values inline when small.
+// setValues stores values inline when small, and their index pairs.
 func setValues(t *threadRecord, values map[string]any) {
+	t.ValuePairs, t.ValuesOverflow = valuePairs(values)
 	raw, _ := json.Marshal(values)
 	if len(raw) > inlineValuesMax {
 		t.Values, t.ValuesLarge = nil, true
@@ -479,7 +482,7 @@ func (s *Service) copyOnce(ctx context.Context, src *threadRecord, v int64) (Thr
 	nu := &threadRecord{
 		ID: newUUID7(now), Deployment: src.Deployment, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now,
 		Metadata: cloneJSON(src.Metadata).(map[string]any), Status: StatusIdle,
-		Values: src.Values, ValuesLarge: src.ValuesLarge,
+		Values: src.Values, ValuesLarge: src.ValuesLarge, ValuePairs: src.ValuePairs, ValuesOverflow: src.ValuesOverflow,
 	}
 	rec := chainRecord{Deployment: src.Deployment}
 	extra := []store.TxOp{
