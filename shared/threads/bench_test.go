@@ -158,8 +158,9 @@ const seedThreads = 100_000
 
 // seeded returns the service holding the 100,000 threads: metadata
 // graph_id (agent, other), user (u0..u999: 100 threads each), parity (0,
-// 1); every 10th thread has the docs example's state, every 7th is
-// interrupted (an __input__ superstep alone).
+// 1); every 10th thread has the docs example's state and a "topic" value
+// (t0..t99: 100 threads each), every 7th is interrupted (an __input__
+// superstep alone).
 func seeded(b *testing.B) *threads.Service {
 	searchSeed.once.Do(func() {
 		// The store outlives this benchmark: later ones reuse it. The
@@ -205,7 +206,8 @@ func seeded(b *testing.B) *threads.Service {
 					}}
 					switch {
 					case i%10 == 0:
-						in.Supersteps = docsSteps()
+						in.Supersteps = append(docsSteps(), threads.SuperstepIn{Updates: []threads.UpdateIn{{
+							AsNode: node("call_model"), Values: map[string]any{"topic": fmt.Sprintf("t%d", (i/10)%100)}}}})
 					case i%7 == 0:
 						in.Supersteps = docsSteps()[:1]
 					}
@@ -252,6 +254,7 @@ func BenchmarkSearch100k(b *testing.B) {
 		{"metadata_rare", threads.SearchIn{Filter: threads.Filter{Metadata: map[string]any{"user": "u42"}}}},
 		{"metadata_common", threads.SearchIn{Filter: threads.Filter{Metadata: map[string]any{"graph_id": "agent"}}}},
 		{"metadata_two_pairs", threads.SearchIn{Filter: threads.Filter{Metadata: map[string]any{"user": "u42", "parity": 0}}}},
+		{"values", threads.SearchIn{Filter: threads.Filter{Values: map[string]any{"topic": "t42"}}}},
 		{"offset_1000", threads.SearchIn{Offset: 1000}},
 	}
 	for _, c := range cases {
@@ -290,6 +293,7 @@ func BenchmarkCount100k(b *testing.B) {
 		{"status", threads.Filter{Status: threads.StatusIdle}, -1},
 		{"metadata", threads.Filter{Metadata: map[string]any{"user": "u42"}}, 100},
 		{"metadata_two_pairs", threads.Filter{Metadata: map[string]any{"user": "u42", "parity": 0}}, 100},
+		{"values", threads.Filter{Values: map[string]any{"topic": "t42"}}, 100},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
