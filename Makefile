@@ -27,9 +27,15 @@ test-go:
 build:
 	bash scripts/build-lambdas.sh
 
-## synth: synthesize the US and EU stacks into cdk.out/
-synth: build
+## synth: synthesize the US and EU stacks into cdk.out/, state machines into cdk.out/asl/
+## (builds the Lambda zips first when they are missing or older than the sources)
+synth:
 	bash scripts/synth.sh
+
+## infra-test: CDK assertion tests, synth, cdk-nag and asl-validator
+.PHONY: infra-test
+infra-test:
+	bash scripts/infra-test.sh
 
 ## bench: benchmarks of the store adapters and the HTTP services
 bench:

@@ -1,6 +1,8 @@
 // Command aslexport writes the resolved ASL of every state machine in a
-// cloud assembly to <outdir>/<stack>.<workflow>.asl.json (for example
-// cdk.out/Agentplane-US.build.asl.json), for asl-validator.
+// cloud assembly to <outdir>/asl/<stack>.<workflow>.asl.json (for example
+// cdk.out/asl/Agentplane-US.build.asl.json), for asl-validator. Earlier
+// exports are removed first, so the directory holds exactly the current
+// state machines.
 //
 // Usage: aslexport [cdk.out]
 package main
@@ -61,6 +63,13 @@ func export(dir string) ([]string, error) {
 	if len(stacks) == 0 {
 		return nil, fmt.Errorf("%s holds no stacks", dir)
 	}
+	aslDir := filepath.Join(dir, "asl")
+	if err := os.RemoveAll(aslDir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(aslDir, 0o755); err != nil {
+		return nil, err
+	}
 	var written []string
 	for _, id := range stacks {
 		a := m.Artifacts[id]
@@ -83,12 +92,15 @@ func export(dir string) ([]string, error) {
 				name = sm.LogicalID
 			}
 			out, _ := json.MarshalIndent(sm.Definition, "", "  ")
-			path := filepath.Join(dir, id+"."+name+".asl.json")
+			path := filepath.Join(aslDir, id+"."+name+".asl.json")
 			if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
 				return nil, err
 			}
 			written = append(written, path)
 		}
+	}
+	if len(written) == 0 {
+		return nil, fmt.Errorf("%s: no state machines", dir)
 	}
 	return written, nil
 }

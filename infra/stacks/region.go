@@ -42,6 +42,11 @@ const (
 	// maxReceives is how often a build message is tried before it moves
 	// to the dead-letter queue.
 	maxReceives = 5
+	// The stage's throttle (requests per second, burst): a ceiling well
+	// under the account's regional limit, so one installation cannot
+	// starve others in the account; raise it with the account's quota.
+	apiRateLimit  = 1000
+	apiBurstLimit = 2000
 )
 
 // RegionStackProps configure one region's stack.
@@ -124,6 +129,8 @@ func NewRegionStack(scope constructs.Construct, id string, props *RegionStackPro
 			TracingEnabled:       jsii.Bool(true),
 			MetricsEnabled:       jsii.Bool(true),
 			LoggingLevel:         awsapigateway.MethodLoggingLevel_ERROR,
+			ThrottlingRateLimit:  jsii.Number(apiRateLimit),
+			ThrottlingBurstLimit: jsii.Number(apiBurstLimit),
 			DataTraceEnabled:     jsii.Bool(false),
 			AccessLogDestination: awsapigateway.NewLogGroupLogDestination(logGroup(stack, "ApiAccessLogs")),
 			AccessLogFormat: awsapigateway.AccessLogFormat_JsonWithStandardFields(&awsapigateway.JsonWithStandardFieldProps{

@@ -387,7 +387,8 @@ func TestEveryRouteIsAMethod(t *testing.T) {
 				"StageName":        stacks.StageName,
 				"TracingEnabled":   true,
 				"AccessLogSetting": assertions.Match_ObjectLike(&map[string]any{"DestinationArn": assertions.Match_AnyValue()}),
-				"MethodSettings":   assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{"LoggingLevel": "ERROR"})}),
+				"MethodSettings": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{
+					"LoggingLevel": "ERROR", "ThrottlingRateLimit": 1000, "ThrottlingBurstLimit": 2000})}),
 			})
 		})
 		// One invoke permission per route group, not per method.
