@@ -61,6 +61,17 @@ func appProps() (*awscdk.AppProps, error) {
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		return nil, fmt.Errorf("cdk.json: %w", err)
 	}
+	if cfg.Context == nil {
+		cfg.Context = map[string]any{}
+	}
+	// The CLI turns these on by default: construct paths and asset paths
+	// in resource metadata (sam local invoke finds a function's code by
+	// its aws:asset:path).
+	for _, k := range []string{"aws:cdk:enable-path-metadata", "aws:cdk:enable-asset-metadata"} {
+		if _, ok := cfg.Context[k]; !ok {
+			cfg.Context[k] = true
+		}
+	}
 	return &awscdk.AppProps{Context: &cfg.Context}, nil
 }
 
