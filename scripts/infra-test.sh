@@ -36,8 +36,17 @@ step "go test (assertions on both stacks)"
 step "synth"
 bash scripts/synth.sh
 
-step "npm ci in infra/nag"
-npm ci --prefix infra/nag --no-audit --no-fund --loglevel=error
+# npm ci reinstalls from scratch every time; a stamp of the lock file it
+# installed lets a warm run skip it.
+stamp=infra/nag/node_modules/.agentplane-lock.sha256
+lock_sum=$(sha256sum infra/nag/package-lock.json | cut -d' ' -f1)
+if [[ -f $stamp && $(cat "$stamp") == "$lock_sum" ]]; then
+  step "infra/nag packages up to date with package-lock.json"
+else
+  step "npm ci in infra/nag"
+  npm ci --prefix infra/nag --no-audit --no-fund --loglevel=error
+  echo "$lock_sum" >"$stamp"
+fi
 
 step "cdk-nag (AwsSolutions) and asl-validator"
 node infra/nag/nag.js "$root/cdk.out"
