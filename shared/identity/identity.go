@@ -163,20 +163,30 @@ func bootstrapKey() store.Key          { return store.Key{PK: "meta", SK: "boots
 func put(it store.Item) store.TxOp {
 	return store.TxOp{Kind: store.OpPut, Item: it, Cond: store.NotExists()}
 }
-func mustJSON(v any) []byte     { b, _ := json.Marshal(v); return b }
-func newID() string             { return uuid.NewString() }
-func hashKey(raw string) string { h := sha256.Sum256([]byte(raw)); return hex.EncodeToString(h[:]) }
+func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
+func newID() string         { return uuid.NewString() }
 
 // KeyPrefix starts every generated key.
 const KeyPrefix = "ap_"
 
 // GenerateKey returns a new random API key.
-func GenerateKey() string {
+func GenerateKey() string { return NewToken(KeyPrefix) }
+
+// NewToken returns prefix followed by 256 random bits (base64url). Every
+// bearer secret of the platform (API keys, SCIM tokens) is made this way
+// and stored only as its HashToken.
+func NewToken(prefix string) string {
 	var b [32]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
-	return KeyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// HashToken is the stored form of a token: its hex SHA-256.
+func HashToken(raw string) string {
+	h := sha256.Sum256([]byte(raw))
+	return hex.EncodeToString(h[:])
 }
 
 func shortKey(raw string) string {
@@ -410,7 +420,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, nk NewKey) (APIKey, string, 
 	if k.Workspaces == nil {
 		k.Workspaces = []Grant{}
 	}
-	hash := hashKey(raw)
+	hash := HashToken(raw)
 	rec := mustJSON(storedKey{APIKey: k, Hash: hash})
 	ops = append(ops,
 		put(store.Item{Key: keyByHash(hash), Data: rec}),
@@ -478,7 +488,7 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, erro
 	if raw == "" || len(raw) > 256 {
 		return Principal{}, ErrInvalidKey
 	}
-	hash := hashKey(raw)
+	hash := HashToken(raw)
 	it, err := s.st.Get(ctx, keyByHash(hash))
 	if errors.Is(err, store.ErrNotFound) {
 		return Principal{}, ErrInvalidKey

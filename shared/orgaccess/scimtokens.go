@@ -2,16 +2,13 @@ package orgaccess
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/identity"
 	"github.com/agentplane/agentplane/shared/store"
 )
 
@@ -34,24 +31,18 @@ type storedToken struct {
 	Hash string `json:"hash"`
 }
 
-func hashToken(raw string) string { h := sha256.Sum256([]byte(raw)); return hex.EncodeToString(h[:]) }
-
 // ErrInvalidToken: no SCIM token matches.
 var ErrInvalidToken = errors.New("orgaccess: invalid SCIM token")
 
 // CreateSCIMToken stores a new token and returns its record and the raw
 // token, which is never available again.
 func (s *Service) CreateSCIMToken(ctx context.Context, org, description string, actor Actor) (SCIMToken, string, error) {
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return SCIMToken{}, "", err
-	}
-	raw := SCIMTokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	raw := identity.NewToken(SCIMTokenPrefix)
 	t := SCIMToken{
 		ID: newID(), OrganizationID: org, Description: description,
 		ShortToken: raw[:9] + "…" + raw[len(raw)-4:], CreatedAt: s.now(), CreatedBy: actor,
 	}
-	hash := hashToken(raw)
+	hash := identity.HashToken(raw)
 	rec := mustJSON(storedToken{SCIMToken: t, Hash: hash})
 	err := s.st.Transact(ctx, []store.TxOp{
 		putNew(store.Item{Key: scimTokenKey(org, t.ID), Data: rec}),
@@ -117,7 +108,7 @@ func (s *Service) AuthenticateSCIM(ctx context.Context, raw string) (SCIMToken, 
 	if len(raw) < len(SCIMTokenPrefix)+16 || len(raw) > 256 {
 		return SCIMToken{}, ErrInvalidToken
 	}
-	hash := hashToken(raw)
+	hash := identity.HashToken(raw)
 	it, err := s.st.Get(ctx, scimTokenHashKey(hash))
 	if errors.Is(err, store.ErrNotFound) {
 		return SCIMToken{}, ErrInvalidToken
