@@ -462,42 +462,45 @@ func (h *Handler) createMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return httpError(err, "")
 	}
+	return h.writeMember(w, r, http.StatusCreated, m)
+}
+
+// memberTarget is the start of every route on one member: the caller must
+// be an organization admin, and the path names the member.
+func memberTarget(r *http.Request) (identity.Principal, string, error) {
+	p := principal(r)
+	id, err := web.PathUUID(r, "member_id")
+	if err != nil {
+		return p, "", err
+	}
+	return p, id, identity.NeedOrgAdmin(p)
+}
+
+// writeMember answers with the member's view.
+func (h *Handler) writeMember(w http.ResponseWriter, r *http.Request, status int, m Member) error {
 	v, err := h.view(r.Context(), m)
 	if err != nil {
 		return err
 	}
-	web.WriteJSON(w, http.StatusCreated, v)
+	web.WriteJSON(w, status, v)
 	return nil
 }
 
 func (h *Handler) getMember(w http.ResponseWriter, r *http.Request) error {
-	p := principal(r)
-	id, err := web.PathUUID(r, "member_id")
+	p, id, err := memberTarget(r)
 	if err != nil {
-		return err
-	}
-	if err := identity.NeedOrgAdmin(p); err != nil {
 		return err
 	}
 	m, err := h.svc.Member(r.Context(), p.OrganizationID, id)
 	if err != nil {
 		return httpError(err, "Member "+id+" not found.")
 	}
-	v, err := h.view(r.Context(), m)
-	if err != nil {
-		return err
-	}
-	web.WriteJSON(w, http.StatusOK, v)
-	return nil
+	return h.writeMember(w, r, http.StatusOK, m)
 }
 
 func (h *Handler) patchMember(w http.ResponseWriter, r *http.Request) error {
-	p := principal(r)
-	id, err := web.PathUUID(r, "member_id")
+	p, id, err := memberTarget(r)
 	if err != nil {
-		return err
-	}
-	if err := identity.NeedOrgAdmin(p); err != nil {
 		return err
 	}
 	var body struct {
@@ -524,9 +527,13 @@ func (h *Handler) patchMember(w http.ResponseWriter, r *http.Request) error {
 	if err := probs.Err(); err != nil {
 		return err
 	}
-	groups, err := h.svc.Groups(r.Context(), p.OrganizationID)
-	if err != nil {
-		return err
+	// The SCIM groups matter only to a change of workspaces; read them
+	// once, outside the update's retries.
+	var groups []Group
+	if body.Workspaces != nil {
+		if groups, err = h.svc.Groups(r.Context(), p.OrganizationID); err != nil {
+			return err
+		}
 	}
 	m, err := h.svc.UpdateMember(r.Context(), p.OrganizationID, id, 0, ActorKey(p), nil, func(m *Member) error {
 		if body.Name != nil {
@@ -562,21 +569,12 @@ func (h *Handler) patchMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return httpError(err, "Member "+id+" not found.")
 	}
-	v, err := h.view(r.Context(), m)
-	if err != nil {
-		return err
-	}
-	web.WriteJSON(w, http.StatusOK, v)
-	return nil
+	return h.writeMember(w, r, http.StatusOK, m)
 }
 
 func (h *Handler) deleteMember(w http.ResponseWriter, r *http.Request) error {
-	p := principal(r)
-	id, err := web.PathUUID(r, "member_id")
+	p, id, err := memberTarget(r)
 	if err != nil {
-		return err
-	}
-	if err := identity.NeedOrgAdmin(p); err != nil {
 		return err
 	}
 	m, err := h.svc.Member(r.Context(), p.OrganizationID, id)
