@@ -271,7 +271,7 @@ func (h *Handler) listListeners(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) createListener(w http.ResponseWriter, r *http.Request) error {
-	var req listenerCreate
+	var req listenerBody
 	if err := web.DecodeJSON(r, &req, false); err != nil {
 		return err
 	}
@@ -301,7 +301,7 @@ func (h *Handler) patchListener(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req listenerPatch
+	var req listenerBody
 	if err := web.DecodeJSON(r, &req, false); err != nil {
 		return err
 	}
