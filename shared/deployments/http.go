@@ -75,7 +75,7 @@ func paging(r *http.Request, def, max int) (int, int, error) {
 }
 
 func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
-	var req createRequest
+	var req deploymentRequest
 	if err := web.DecodeJSON(r, &req, false); err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req patchRequest
+	var req deploymentRequest
 	if err := web.DecodeJSON(r, &req, false); err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func TestPurgeCallsThreads(t *testing.T) {
 	}
 	ctx := context.Background()
 	img := "ghcr.io/acme/agent:1"
-	d, err := svc.Create(ctx, "ws-1", createRequest{Name: strPtrAlways("purge-me"), Source: strPtrAlways("external_container"),
+	d, err := svc.Create(ctx, "ws-1", deploymentRequest{Name: strPtrAlways("purge-me"), Source: strPtrAlways("external_container"),
 		SourceConfig: &SourceConfig{}, SourceRevisionConfig: &SourceRevisionConfig{ImageURI: &img}, Secrets: &[]secretIn{}})
 	if err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestPurgeCallsThreads(t *testing.T) {
 		t.Fatalf("threads purged %d times", p.calls.Load())
 	}
 	// A deployment that is not being deleted is never purged.
-	d2, _ := svc.Create(ctx, "ws-1", createRequest{Name: strPtrAlways("keep-me"), Source: strPtrAlways("external_container"),
+	d2, _ := svc.Create(ctx, "ws-1", deploymentRequest{Name: strPtrAlways("keep-me"), Source: strPtrAlways("external_container"),
 		SourceConfig: &SourceConfig{}, SourceRevisionConfig: &SourceRevisionConfig{ImageURI: &img}, Secrets: &[]secretIn{}})
 	if err := svc.Purge(ctx, d2.ID); err != nil {
 		t.Fatal(err)

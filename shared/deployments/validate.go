@@ -21,18 +21,10 @@ type secretIn struct {
 	Value *string `json:"value"`
 }
 
-type createRequest struct {
-	Name                 *string               `json:"name"`
-	Source               *string               `json:"source"`
-	SourceConfig         *SourceConfig         `json:"source_config"`
-	SourceRevisionConfig *SourceRevisionConfig `json:"source_revision_config"`
-	Secrets              *[]secretIn           `json:"secrets"`
-	ImageVersion         *string               `json:"image_version"`
-}
-
-type patchRequest struct {
-	// Name and Source are immutable; they are decoded only to answer with a
-	// clear "immutable" error instead of "extra field".
+// deploymentRequest is the body of both POST and PATCH. On PATCH, Name and
+// Source are immutable; they are decoded only to answer with a clear
+// "immutable" error instead of "extra field".
+type deploymentRequest struct {
 	Name                 *string               `json:"name"`
 	Source               *string               `json:"source"`
 	SourceConfig         *SourceConfig         `json:"source_config"`
