@@ -21,9 +21,9 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/agentplane/agentplane/infra/stacks"
-	"github.com/agentplane/agentplane/shared/builds"
+	"github.com/agentplane/agentplane/shared/domains/builds"
 	"github.com/agentplane/agentplane/shared/routes"
-	"github.com/agentplane/agentplane/shared/workflow"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
 )
 
 // StackIDs are the two region stacks.

@@ -4,7 +4,7 @@
 # benchmarks, with the emulators running so adapters that need them are
 # measured too. Output: ns/op, B/op, allocs/op, also saved to .cache/bench.txt.
 #   BENCHTIME=3s scripts/bench.sh     # longer runs (default 1s)
-#   scripts/bench.sh ./shared/store/... # only these packages
+#   scripts/bench.sh ./shared/kernel/store/... # only these packages
 set -euo pipefail
 cd "$(dirname "$0")/.."
 state=${AGENTPLANE_EMULATORS_DIR:-.cache}

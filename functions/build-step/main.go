@@ -20,8 +20,8 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/agentplane/agentplane/shared/server"
-	"github.com/agentplane/agentplane/shared/workflow"
-	"github.com/agentplane/agentplane/shared/workflow/sfnstart"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
+	"github.com/agentplane/agentplane/shared/kernel/workflow/sfnstart"
 )
 
 func main() {

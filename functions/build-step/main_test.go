@@ -6,8 +6,8 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/agentplane/agentplane/shared/workflow"
-	"github.com/agentplane/agentplane/shared/workflow/sfnstart"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
+	"github.com/agentplane/agentplane/shared/kernel/workflow/sfnstart"
 )
 
 // errorType is how aws-lambda-go names a returned error (lambda/errors.go):

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/workflow"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
 )
 
 // stepRunner is the part of *server.App a step run needs.

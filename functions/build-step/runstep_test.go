@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/workflow"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
 )
 
 // fakeApp runs a one-step workflow whose step fails transiently a given

@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/agentplane/agentplane/shared/queue"
-	"github.com/agentplane/agentplane/shared/queue/sqsqueue"
+	"github.com/agentplane/agentplane/shared/kernel/queue"
+	"github.com/agentplane/agentplane/shared/kernel/queue/sqsqueue"
 	"github.com/agentplane/agentplane/shared/server"
 )
 

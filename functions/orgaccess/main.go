@@ -2,7 +2,7 @@
 // (shared/routes), served behind API Gateway (REST API, proxy integration).
 package main
 
-import "github.com/agentplane/agentplane/shared/lambdaproxy"
+import "github.com/agentplane/agentplane/shared/kernel/lambdaproxy"
 
 const group = "orgaccess"
 

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentplane/agentplane/shared/store"
+	"github.com/agentplane/agentplane/shared/kernel/store"
 )
 
 // TestLocalStackHookMatchesTheSchema keeps the LocalStack ready hook in
 // step with the table the stack defines: the same secondary indexes (named
-// as shared/store names them) and the same TTL attribute.
+// as shared/kernel/store names them) and the same TTL attribute.
 func TestLocalStackHookMatchesTheSchema(t *testing.T) {
 	raw, err := os.ReadFile("../../localstack/init/ready.d/10-agentplane.sh")
 	if err != nil {
@@ -23,7 +23,7 @@ func TestLocalStackHookMatchesTheSchema(t *testing.T) {
 		t.Fatal(`the hook has no INDEXES="..." line`)
 	}
 	if got, want := m[1], strings.Join(store.IndexNames, " "); got != want {
-		t.Errorf("hook indexes %q, shared/store.IndexNames %q", got, want)
+		t.Errorf("hook indexes %q, shared/kernel/store.IndexNames %q", got, want)
 	}
 	for _, ix := range store.IndexNames {
 		if store.IndexPKAttr(ix) != ix+"pk" || store.IndexSKAttr(ix) != ix+"sk" {

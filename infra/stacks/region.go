@@ -25,8 +25,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/agentplane/agentplane/shared/routes"
-	"github.com/agentplane/agentplane/shared/store"
-	"github.com/agentplane/agentplane/shared/workflow"
+	"github.com/agentplane/agentplane/shared/kernel/store"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
 )
 
 // StageName is the REST API's stage (the first part of the API URL's path).

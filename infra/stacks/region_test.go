@@ -17,10 +17,10 @@ import (
 
 	"github.com/agentplane/agentplane/infra/asl"
 	"github.com/agentplane/agentplane/infra/stacks"
-	"github.com/agentplane/agentplane/shared/builds"
+	"github.com/agentplane/agentplane/shared/domains/builds"
 	"github.com/agentplane/agentplane/shared/routes"
-	"github.com/agentplane/agentplane/shared/store"
-	"github.com/agentplane/agentplane/shared/workflow"
+	"github.com/agentplane/agentplane/shared/kernel/store"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
 )
 
 // region is one synthesized region stack of the app under test.

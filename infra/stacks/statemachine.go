@@ -14,7 +14,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/agentplane/agentplane/shared/workflow"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
 )
 
 // ServiceCodeBuild is the Step.AWSService value of steps that run as a
@@ -112,7 +112,7 @@ func CheckSteps(def workflow.Definition) error {
 }
 
 // StateMachineFromDefinition builds the Step Functions state machine of a
-// workflow definition, mirroring what the local runner (shared/workflow/
+// workflow definition, mirroring what the local runner (shared/kernel/workflow/
 // local) does with it:
 //   - each step is a Task state named after the step: a Lambda invoke of
 //     the step function with {"workflow", "step", "state": $} whose

@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/identity"
-	"github.com/agentplane/agentplane/shared/web"
-	"github.com/agentplane/agentplane/shared/workflow"
+	"github.com/agentplane/agentplane/shared/domains/identity"
+	"github.com/agentplane/agentplane/shared/kernel/web"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
 )
 
 // App is a wired installation.

@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentplane/agentplane/shared/blobs"
-	"github.com/agentplane/agentplane/shared/store"
-	"github.com/agentplane/agentplane/shared/store/boltstore"
-	"github.com/agentplane/agentplane/shared/workflow"
+	"github.com/agentplane/agentplane/shared/kernel/blobs"
+	"github.com/agentplane/agentplane/shared/kernel/store"
+	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
 	"gocloud.dev/blob"
 )
 

@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/agentplane/agentplane/shared/blobs"
-	"github.com/agentplane/agentplane/shared/queue"
-	"github.com/agentplane/agentplane/shared/queue/sqsqueue"
-	"github.com/agentplane/agentplane/shared/store/dynamostore"
-	"github.com/agentplane/agentplane/shared/workflow"
-	"github.com/agentplane/agentplane/shared/workflow/sfnstart"
+	"github.com/agentplane/agentplane/shared/kernel/blobs"
+	"github.com/agentplane/agentplane/shared/kernel/queue"
+	"github.com/agentplane/agentplane/shared/kernel/queue/sqsqueue"
+	"github.com/agentplane/agentplane/shared/kernel/store/dynamostore"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
+	"github.com/agentplane/agentplane/shared/kernel/workflow/sfnstart"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )

@@ -5,10 +5,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/queue"
-	"github.com/agentplane/agentplane/shared/queue/memqueue"
-	"github.com/agentplane/agentplane/shared/workflow"
-	"github.com/agentplane/agentplane/shared/workflow/local"
+	"github.com/agentplane/agentplane/shared/kernel/queue"
+	"github.com/agentplane/agentplane/shared/kernel/queue/memqueue"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
+	"github.com/agentplane/agentplane/shared/kernel/workflow/local"
 )
 
 // wireLocalQueueAndWorkflows gives the local process an in-process queue and

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/shared/server"
-	"github.com/agentplane/agentplane/shared/store"
-	"github.com/agentplane/agentplane/shared/workflow"
+	"github.com/agentplane/agentplane/shared/kernel/store"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
 )
 
 // A module without routes that exercises the local queue and workflow

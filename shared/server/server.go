@@ -15,10 +15,10 @@ import (
 	"sort"
 	"sync"
 
-	"github.com/agentplane/agentplane/shared/identity"
-	"github.com/agentplane/agentplane/shared/store"
-	"github.com/agentplane/agentplane/shared/web"
-	"github.com/agentplane/agentplane/shared/workflow"
+	"github.com/agentplane/agentplane/shared/domains/identity"
+	"github.com/agentplane/agentplane/shared/kernel/store"
+	"github.com/agentplane/agentplane/shared/kernel/web"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
 	"gocloud.dev/blob"
 )
 

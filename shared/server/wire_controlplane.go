@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/builds"
-	"github.com/agentplane/agentplane/shared/deployments"
-	"github.com/agentplane/agentplane/shared/secrets"
-	"github.com/agentplane/agentplane/shared/workflow"
+	"github.com/agentplane/agentplane/shared/domains/builds"
+	"github.com/agentplane/agentplane/shared/domains/deployments"
+	"github.com/agentplane/agentplane/shared/kernel/secrets"
+	"github.com/agentplane/agentplane/shared/kernel/workflow"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 )

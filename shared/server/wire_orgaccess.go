@@ -1,6 +1,6 @@
 package server
 
-import "github.com/agentplane/agentplane/shared/orgaccess"
+import "github.com/agentplane/agentplane/shared/domains/orgaccess"
 
 // The orgaccess group: organization SSO settings, default SSO settings,
 // invites, members, SSO sign-in decisions, SCIM tokens and the audit trail.

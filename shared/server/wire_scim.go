@@ -3,8 +3,8 @@ package server
 import (
 	"fmt"
 
-	"github.com/agentplane/agentplane/shared/orgaccess"
-	"github.com/agentplane/agentplane/shared/scim"
+	"github.com/agentplane/agentplane/shared/domains/orgaccess"
+	"github.com/agentplane/agentplane/shared/domains/scim"
 )
 
 // The scim group: SCIM 2.0 at /scim/v2 over the orgaccess module's service.

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/agentplane/agentplane/shared/deployments"
-	"github.com/agentplane/agentplane/shared/threads"
+	"github.com/agentplane/agentplane/shared/domains/deployments"
+	"github.com/agentplane/agentplane/shared/domains/threads"
 )
 
 // The threads group: the thread API under each deployment URL. It asks the

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/builds/gittest"
-	"github.com/agentplane/agentplane/shared/deployments"
+	"github.com/agentplane/agentplane/shared/domains/builds/gittest"
+	"github.com/agentplane/agentplane/shared/domains/deployments"
 	"github.com/agentplane/agentplane/shared/server"
 )
 

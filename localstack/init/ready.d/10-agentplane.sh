@@ -2,7 +2,7 @@
 # LocalStack ready hook: creates what one agentplane region needs, with the
 # shapes of the CDK stack (infra/stacks/region.go):
 #   - the single DynamoDB table: pk/sk strings, on demand, the secondary
-#     indexes gsi1..gsi5 on gsiNpk/gsiNsk (projection ALL; shared/store),
+#     indexes gsi1..gsi5 on gsiNpk/gsiNsk (projection ALL; shared/kernel/store),
 #     TTL on the attribute `ttl`, point-in-time recovery;
 #   - the blob bucket (encrypted, public access blocked);
 #   - the build queue with its dead-letter queue (5 receives);
@@ -17,7 +17,7 @@ BUCKET=${AGENTPLANE_BUCKET:-agentplane-blobs}
 QUEUE=${AGENTPLANE_QUEUE:-agentplane-builds}
 DLQ=${QUEUE}-dlq
 KEY_ALIAS=alias/agentplane-secrets
-# The secondary indexes, as shared/store.IndexNames lists them (an infra
+# The secondary indexes, as shared/kernel/store.IndexNames lists them (an infra
 # test keeps this line in step with it).
 INDEXES="gsi1 gsi2 gsi3 gsi4 gsi5"
 # Receives before a build message moves to the dead-letter queue, and the

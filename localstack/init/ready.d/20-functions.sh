@@ -107,7 +107,7 @@ for name, st in d["States"].items():
     if st.get("Type") != "Task":
         continue
     if st["Resource"].startswith("arn:aws:states:::codebuild:"):
-        # Same payload as the Lambda steps (shared/workflow/sfnstart).
+        # Same payload as the Lambda steps (shared/kernel/workflow/sfnstart).
         st["Resource"] = "arn:aws:states:::lambda:invoke"
         st["Parameters"] = {"FunctionName": step_arn,
                             "Payload": {"workflow": "build", "step": name, "state.$": "$"}}

@@ -1,0 +1,99 @@
+// Package threads is the thread API of deployed agent servers: threads,
+// their checkpointed state, supersteps and the messages reducer, search and
+// count served by store indexes, copy-on-write copies, TTL and its sweeper.
+// It speaks the wire format of the LangGraph agent server, so the real
+// @langchain/langgraph-sdk works against a deployment URL unmodified.
+//
+// Checkpoints live in chains (one store partition each). A thread reads a
+// lineage of chains: its own head chain, then the chains it was copied
+// from, each bounded by the checkpoint id at which the copy was cut. Ids
+// grow with time, so a copy is two items whatever the history length, and
+// the source may keep writing (to ids above the cut) or be deleted (chains
+// are reference counted) without the copy noticing.
+package threads
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/kernel/store"
+	"gocloud.dev/blob"
+)
+
+// Target is what the thread API needs to know about a deployment.
+type Target struct {
+	DeploymentID, WorkspaceID string
+	Status                    string
+	// ActiveRevisionID is "" while no revision is DEPLOYED.
+	ActiveRevisionID string
+	// Graphs of the active revision; nil when unknown.
+	Graphs []string
+}
+
+// ErrDeploymentNotFound is what a Resolver returns for a missing (or
+// deleted) deployment.
+var ErrDeploymentNotFound = errors.New("threads: deployment not found")
+
+// Resolver looks deployments up (the control plane).
+type Resolver interface {
+	ThreadTarget(ctx context.Context, deploymentID string) (Target, error)
+}
+
+// Enqueuer sends background work (the garbage collection of chains).
+type Enqueuer interface {
+	Enqueue(ctx context.Context, topic string, payload any) error
+}
+
+// TopicGC is the queue topic of chain garbage collection.
+const TopicGC = "threads.gc"
+
+// GCMessage asks for the collection of a chain.
+type GCMessage struct {
+	Chain string `json:"chain"`
+}
+
+// Options configure a Service.
+type Options struct {
+	Store store.Store
+	Blobs *blob.Bucket
+	// Queue may be nil: collection then waits for Sweep.
+	Queue  Enqueuer
+	Logger *slog.Logger
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+	// SweepLimit bounds the threads one Sweep expires (default 1000).
+	SweepLimit int
+}
+
+// Service implements the thread API.
+type Service struct {
+	st         store.Store
+	blobs      *blob.Bucket
+	queue      Enqueuer
+	log        *slog.Logger
+	now        func() time.Time
+	sweepLimit int
+}
+
+// New returns a Service.
+func New(o Options) (*Service, error) {
+	if o.Store == nil || o.Blobs == nil {
+		return nil, errors.New("threads: a store and a blob bucket are required")
+	}
+	s := &Service{st: o.Store, blobs: o.Blobs, queue: o.Queue, log: o.Logger, now: o.Now, sweepLimit: o.SweepLimit}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.sweepLimit <= 0 {
+		s.sweepLimit = 1000
+	}
+	return s, nil
+}
+
+// clock returns now at the microsecond precision timestamps keep.
+func (s *Service) clock() time.Time { return s.now().UTC().Truncate(time.Microsecond) }

@@ -1,0 +1,745 @@
+// Package boltstore is the embedded adapter of the store port, over bbolt.
+//
+// Layout: one bucket for the base table, one per secondary index and one of
+// expiry times. Keys are order-preserving, prefix-free encodings of
+// (pk, sk) — in an index bucket (index pk, index sk, pk, sk); in the expiry
+// bucket (expiry, pk, sk) — so bbolt's byte order is the port's string
+// order, and no key of one partition can run into another's whatever bytes
+// the strings hold. Index and expiry entries are written in the same bbolt
+// transaction as their item. Expired items are invisible at once; a
+// background sweep removes them physically.
+package boltstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/kernel/store"
+	bolt "go.etcd.io/bbolt"
+)
+
+var (
+	baseBucket   = []byte("items")
+	expiryBucket = []byte("expiry")
+)
+
+// pageSize is the page of a query whose Limit is 0.
+const pageSize = 100
+
+// sweepEvery is how often expired items are physically removed.
+const sweepEvery = time.Minute
+
+// Store is a bbolt-backed store.Store.
+type Store struct {
+	db   *bolt.DB
+	stop chan struct{}
+	done sync.WaitGroup
+	once sync.Once
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database file at path.
+func Open(path string) (*Store, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range append([]string{string(baseBucket), string(expiryBucket)}, store.IndexNames...) {
+			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Store{db: db, stop: make(chan struct{})}
+	s.done.Add(1)
+	go s.sweep()
+	return s, nil
+}
+
+// Close stops the sweep and closes the database.
+func (s *Store) Close() error {
+	s.once.Do(func() { close(s.stop) })
+	s.done.Wait()
+	return s.db.Close()
+}
+
+func (s *Store) sweep() {
+	defer s.done.Done()
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			// A failed sweep is retried on the next tick; reads already
+			// hide what it could not remove.
+			_, _ = s.Purge(context.Background())
+		}
+	}
+}
+
+// Purge physically removes the items that have expired, and reports how
+// many it removed. Expired items are invisible already; this frees space.
+func (s *Store) Purge(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		n, err := s.purgeBatch(time.Now(), 500)
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+}
+
+func (s *Store) purgeBatch(now time.Time, max int) (int, error) {
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(expiryBucket).Cursor()
+		limit := expiryPrefix(nanos(now) + 1)
+		var due [][]byte
+		for k, _ := c.First(); k != nil && bytes.Compare(k, limit) < 0 && len(due) < max; k, _ = c.Next() {
+			due = append(due, bytes.Clone(k))
+		}
+		for _, ek := range due {
+			if len(ek) < 8 {
+				return errors.New("boltstore: corrupt expiry key")
+			}
+			pk, rest, ok1 := unesc(ek[8:])
+			sk, _, ok2 := unesc(rest)
+			if !ok1 || !ok2 {
+				return errors.New("boltstore: corrupt expiry key")
+			}
+			k := store.Key{PK: pk, SK: sk}
+			r, found, err := load(tx, k)
+			if err != nil {
+				return err
+			}
+			if found && !r.live(now) {
+				if err := remove(tx, k, r); err != nil {
+					return err
+				}
+				n++
+			}
+			// remove dropped the entry; a stale one (its item was rewritten)
+			// goes too.
+			if err := tx.Bucket(expiryBucket).Delete(ek); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// record is an item as stored (codec.go encodes it).
+type record struct {
+	I map[string][2]string `json:"i,omitempty"`
+	D []byte               `json:"d,omitempty"`
+	N map[string]int64     `json:"n,omitempty"`
+	V int64                `json:"v"`
+	E int64                `json:"e,omitempty"` // expiry, unix nanoseconds; 0 = never
+}
+
+func (r record) live(now time.Time) bool { return r.E == 0 || nanos(now) < r.E }
+
+// nanos is t in unix nanoseconds, clamped to what an int64 holds; a time at
+// or before 1970 becomes 1 so that it still counts as an expiry.
+func nanos(t time.Time) int64 {
+	switch {
+	case t.Unix() >= math.MaxInt64/int64(time.Second):
+		return math.MaxInt64
+	case t.UnixNano() <= 0:
+		return 1
+	}
+	return t.UnixNano()
+}
+
+// esc appends s with 0x00 and 0x01 escaped, then a 0x00 terminator; the
+// encoding preserves byte order and is prefix-free.
+func esc(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case 0x00:
+			dst = append(dst, 0x01, 0x01)
+		case 0x01:
+			dst = append(dst, 0x01, 0x02)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, 0x00)
+}
+
+// escOpen is esc without the terminator: the prefix of every encoded
+// string that starts with s.
+func escOpen(dst []byte, s string) []byte {
+	out := esc(dst, s)
+	return out[:len(out)-1]
+}
+
+// unesc decodes one escaped string from b and returns it and the rest.
+func unesc(b []byte) (string, []byte, bool) {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case 0x00:
+			return string(out), b[i+1:], true
+		case 0x01:
+			if i+1 >= len(b) {
+				return "", nil, false
+			}
+			i++
+			out = append(out, b[i]-1)
+		default:
+			out = append(out, b[i])
+		}
+	}
+	return "", nil, false
+}
+
+func baseKey(k store.Key) []byte { return esc(esc(nil, k.PK), k.SK) }
+
+func indexKey(ik [2]string, k store.Key) []byte {
+	return esc(esc(esc(esc(nil, ik[0]), ik[1]), k.PK), k.SK)
+}
+
+func expiryPrefix(e int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(e)) }
+
+func expiryKey(e int64, k store.Key) []byte { return esc(esc(expiryPrefix(e), k.PK), k.SK) }
+
+func toRecord(it store.Item) record {
+	r := record{D: bytes.Clone(it.Data), V: it.Version}
+	if len(it.Nums) > 0 {
+		r.N = make(map[string]int64, len(it.Nums))
+		for k, v := range it.Nums {
+			r.N[k] = v
+		}
+	}
+	for name, ik := range it.Indexes {
+		if ik.PK != "" {
+			if r.I == nil {
+				r.I = map[string][2]string{}
+			}
+			r.I[name] = [2]string{ik.PK, ik.SK}
+		}
+	}
+	if !it.ExpiresAt.IsZero() {
+		r.E = nanos(it.ExpiresAt)
+	}
+	return r
+}
+
+func fromRecord(k store.Key, r record) store.Item {
+	it := store.Item{Key: k, Data: r.D, Version: r.V}
+	if r.D == nil {
+		it.Data = []byte{}
+	}
+	if len(r.N) > 0 {
+		it.Nums = r.N // every record handed here is a fresh one
+	}
+	if len(r.I) > 0 {
+		it.Indexes = make(map[string]store.IndexKey, len(r.I))
+		for name, v := range r.I {
+			it.Indexes[name] = store.IndexKey{PK: v[0], SK: v[1]}
+		}
+	}
+	if r.E != 0 {
+		it.ExpiresAt = time.Unix(0, r.E).UTC()
+	}
+	return it
+}
+
+// load reads k's stored record, live or not.
+func load(tx *bolt.Tx, k store.Key) (record, bool, error) {
+	v := tx.Bucket(baseBucket).Get(baseKey(k))
+	if v == nil {
+		return record{}, false, nil
+	}
+	r, err := decodeRecord(v)
+	if err != nil {
+		return record{}, false, fmt.Errorf("boltstore: item %q/%q: %w", k.PK, k.SK, err)
+	}
+	return r, true, nil
+}
+
+// loadLive reads k's record; live is false when it is absent or expired.
+func loadLive(tx *bolt.Tx, k store.Key, now time.Time) (r record, found, live bool, err error) {
+	r, found, err = load(tx, k)
+	return r, found, found && r.live(now), err
+}
+
+func check(c store.Condition, r record, live bool) error {
+	ok := true
+	switch c.Kind {
+	case store.IfNotExists:
+		ok = !live
+	case store.IfExists:
+		ok = live
+	case store.IfVersion:
+		ok = live && r.V == c.Version
+	case store.IfNumBelow:
+		var n int64
+		if live {
+			n = r.N[c.Num]
+		}
+		ok = n < c.Limit
+	}
+	if !ok {
+		return store.ErrConditionFailed
+	}
+	return nil
+}
+
+// write replaces k's record (old is what was stored, live or not) and its
+// index and expiry entries.
+func write(tx *bolt.Tx, k store.Key, old record, hadOld bool, nr record) error {
+	if hadOld {
+		if err := dropEntries(tx, k, old); err != nil {
+			return err
+		}
+	}
+	if err := tx.Bucket(baseBucket).Put(baseKey(k), encodeRecord(nr)); err != nil {
+		return err
+	}
+	for name, v := range nr.I {
+		if err := tx.Bucket([]byte(name)).Put(indexKey(v, k), nil); err != nil {
+			return err
+		}
+	}
+	if nr.E != 0 {
+		return tx.Bucket(expiryBucket).Put(expiryKey(nr.E, k), nil)
+	}
+	return nil
+}
+
+func dropEntries(tx *bolt.Tx, k store.Key, old record) error {
+	for name, v := range old.I {
+		if err := tx.Bucket([]byte(name)).Delete(indexKey(v, k)); err != nil {
+			return err
+		}
+	}
+	if old.E != 0 {
+		return tx.Bucket(expiryBucket).Delete(expiryKey(old.E, k))
+	}
+	return nil
+}
+
+func remove(tx *bolt.Tx, k store.Key, old record) error {
+	if err := dropEntries(tx, k, old); err != nil {
+		return err
+	}
+	return tx.Bucket(baseBucket).Delete(baseKey(k))
+}
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
+	if !store.ValidKey(k) {
+		return store.Item{}, fmt.Errorf("%w: empty key", store.ErrInvalid)
+	}
+	var it store.Item
+	err := s.db.View(func(tx *bolt.Tx) error {
+		r, _, live, err := loadLive(tx, k, time.Now())
+		if err != nil {
+			return err
+		}
+		if !live {
+			return store.ErrNotFound
+		}
+		it = fromRecord(k, r)
+		return nil
+	})
+	return it, err
+}
+
+func putTx(tx *bolt.Tx, it store.Item, c store.Condition, now time.Time) (record, error) {
+	old, found, live, err := loadLive(tx, it.Key, now)
+	if err != nil {
+		return record{}, err
+	}
+	if err := check(c, old, live); err != nil {
+		return record{}, err
+	}
+	nr := toRecord(it)
+	nr.V = 1
+	if live {
+		nr.V = old.V + 1
+	}
+	return nr, write(tx, it.Key, old, found, nr)
+}
+
+// Put implements store.Store.
+func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (store.Item, error) {
+	if err := store.CheckItem(it); err != nil {
+		return store.Item{}, err
+	}
+	if err := store.CheckCond(c); err != nil {
+		return store.Item{}, err
+	}
+	var out store.Item
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		nr, err := putTx(tx, it, c, time.Now())
+		out = fromRecord(it.Key, nr)
+		return err
+	})
+	if err != nil {
+		return store.Item{}, err
+	}
+	return out, nil
+}
+
+func updateTx(tx *bolt.Tx, u store.Update, now time.Time) (record, error) {
+	old, found, live, err := loadLive(tx, u.Key, now)
+	if err != nil {
+		return record{}, err
+	}
+	if err := check(u.Cond, old, live); err != nil {
+		return record{}, err
+	}
+	// An expired item counts as absent: the update starts from nothing.
+	nr := record{V: 1}
+	if live {
+		nr = old
+		nr.V++
+		nr.N = cloneMap(old.N)
+		nr.I = cloneMap(old.I)
+	}
+	for name, d := range u.Add {
+		if nr.N == nil {
+			nr.N = map[string]int64{}
+		}
+		nr.N[name] += d
+	}
+	if u.SetData != nil {
+		nr.D = bytes.Clone(u.SetData)
+	}
+	for name, ik := range u.SetIndexes {
+		if ik.PK == "" {
+			delete(nr.I, name)
+			continue
+		}
+		if nr.I == nil {
+			nr.I = map[string][2]string{}
+		}
+		nr.I[name] = [2]string{ik.PK, ik.SK}
+	}
+	if u.SetExpiresAt != nil {
+		nr.E = 0
+		if !u.SetExpiresAt.IsZero() {
+			nr.E = nanos(*u.SetExpiresAt)
+		}
+	}
+	if store.Size(fromRecord(u.Key, nr)) > store.MaxItemSize {
+		return record{}, store.ErrTooLarge
+	}
+	return nr, write(tx, u.Key, old, found, nr)
+}
+
+func cloneMap[V any](m map[string]V) map[string]V {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Update implements store.Store.
+func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) {
+	if err := store.CheckUpdate(u); err != nil {
+		return store.Item{}, err
+	}
+	var out store.Item
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		nr, err := updateTx(tx, u, time.Now())
+		out = fromRecord(u.Key, nr)
+		return err
+	})
+	if err != nil {
+		return store.Item{}, err
+	}
+	return out, nil
+}
+
+func deleteTx(tx *bolt.Tx, k store.Key, c store.Condition, now time.Time) error {
+	old, found, live, err := loadLive(tx, k, now)
+	if err != nil {
+		return err
+	}
+	if err := check(c, old, live); err != nil {
+		return err
+	}
+	if !found {
+		return nil
+	}
+	return remove(tx, k, old)
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, k store.Key, c store.Condition) error {
+	if !store.ValidKey(k) {
+		return fmt.Errorf("%w: empty key", store.ErrInvalid)
+	}
+	if err := store.CheckCond(c); err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return deleteTx(tx, k, c, time.Now()) })
+}
+
+// txKey returns the key and condition of a checked operation.
+func txKey(op store.TxOp) (store.Key, store.Condition) {
+	switch op.Kind {
+	case store.OpPut:
+		return op.Item.Key, op.Cond
+	case store.OpUpdate:
+		return op.Update.Key, op.Update.Cond
+	}
+	return op.Key, op.Cond
+}
+
+// Transact implements store.Store: one bbolt transaction, rolled back
+// whole on any error.
+func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
+	if err := store.CheckTx(ops); err != nil {
+		return err
+	}
+	now := time.Now()
+	return s.db.Update(func(tx *bolt.Tx) error {
+		// Every condition is checked before any write (operations touch
+		// distinct keys, so none can change another's outcome).
+		for i, op := range ops {
+			k, c := txKey(op)
+			r, _, live, err := loadLive(tx, k, now)
+			if err != nil {
+				return err
+			}
+			if err := check(c, r, live); err != nil {
+				return &store.TxConditionError{Index: i}
+			}
+		}
+		for _, op := range ops {
+			var err error
+			switch op.Kind {
+			case store.OpPut:
+				_, err = putTx(tx, op.Item, store.Condition{}, now)
+			case store.OpUpdate:
+				u := op.Update
+				u.Cond = store.Condition{}
+				_, err = updateTx(tx, u, now)
+			case store.OpDelete:
+				err = deleteTx(tx, op.Key, store.Condition{}, now)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Query implements store.Store. The cursor is the encoded bucket key of
+// the last item returned; the next page starts strictly after it, so items
+// inserted or deleted meanwhile cause no skip or repeat.
+func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
+	if q.PK == "" || !store.ValidIndex(q.Index) {
+		return store.Page{}, fmt.Errorf("%w: a query needs a partition key and a known index", store.ErrInvalid)
+	}
+	if q.Limit < 0 {
+		return store.Page{}, fmt.Errorf("%w: negative limit", store.ErrInvalid)
+	}
+	if q.SK.Op < store.SKAny || q.SK.Op > store.SKGreaterEq {
+		return store.Page{}, fmt.Errorf("%w: unknown sort-key operator %d", store.ErrInvalid, q.SK.Op)
+	}
+	limit := q.Limit
+	if limit == 0 {
+		limit = pageSize
+	}
+	bucket := baseBucket
+	if q.Index != "" {
+		bucket = []byte(q.Index)
+	}
+	part := esc(nil, q.PK)
+	var cursor []byte
+	if q.Cursor != "" {
+		c, err := base64.RawURLEncoding.DecodeString(q.Cursor)
+		if err != nil || len(c) <= len(part) || !bytes.HasPrefix(c, part) {
+			return store.Page{}, fmt.Errorf("%w: bad cursor", store.ErrInvalid)
+		}
+		cursor = c
+	}
+	lo, hi := bounds(part, q.SK)
+	now := time.Now()
+	var page store.Page
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucket).Cursor()
+		k := first(c, q.Desc, cursor, lo, hi)
+		var last []byte
+		for ; k != nil && bytes.HasPrefix(k, part); k = step(c, q.Desc) {
+			sk, rest, ok := unesc(k[len(part):])
+			if !ok {
+				return errors.New("boltstore: corrupt key")
+			}
+			in, past := match(q.SK, sk, q.Desc)
+			if past {
+				break
+			}
+			if !in {
+				continue
+			}
+			key := store.Key{PK: q.PK, SK: sk}
+			if q.Index != "" {
+				pk, rest2, ok1 := unesc(rest)
+				bsk, _, ok2 := unesc(rest2)
+				if !ok1 || !ok2 {
+					return errors.New("boltstore: corrupt index key")
+				}
+				key = store.Key{PK: pk, SK: bsk}
+			}
+			r, _, live, err := loadLive(tx, key, now)
+			if err != nil {
+				return err
+			}
+			if !live {
+				continue
+			}
+			if len(page.Items) == limit {
+				// A further live item exists: hand out a cursor.
+				page.Next = base64.RawURLEncoding.EncodeToString(last)
+				return nil
+			}
+			page.Items = append(page.Items, fromRecord(key, r))
+			last = append(last[:0], k...)
+		}
+		return nil
+	})
+	if err != nil {
+		return store.Page{}, err
+	}
+	return page, nil
+}
+
+// first positions c on the first candidate key of a scan.
+func first(c *bolt.Cursor, desc bool, cursor, lo, hi []byte) []byte {
+	var k []byte
+	switch {
+	case !desc && cursor != nil:
+		k, _ = c.Seek(cursor)
+		if bytes.Equal(k, cursor) {
+			k, _ = c.Next()
+		}
+	case !desc:
+		k, _ = c.Seek(lo)
+	default:
+		start := hi
+		if cursor != nil {
+			start = cursor
+		}
+		// The last key before start.
+		if k, _ = c.Seek(start); k == nil {
+			k, _ = c.Last()
+		} else {
+			k, _ = c.Prev()
+		}
+	}
+	return k
+}
+
+func step(c *bolt.Cursor, desc bool) []byte {
+	var k []byte
+	if desc {
+		k, _ = c.Prev()
+	} else {
+		k, _ = c.Next()
+	}
+	return k
+}
+
+// after returns the smallest key greater than every key that starts with b.
+// b always holds the partition's 0x00 terminator, so it is never all 0xff.
+func after(b []byte) []byte {
+	out := bytes.Clone(b)
+	for i := len(out) - 1; i >= 0; i-- {
+		if out[i] < 0xff {
+			out[i]++
+			return out[:i+1]
+		}
+	}
+	return nil
+}
+
+// bounds returns where an ascending scan starts (lo) and the key before
+// which a descending scan starts (hi).
+func bounds(part []byte, c store.SKCond) (lo, hi []byte) {
+	lo, hi = part, after(part)
+	with := func(s string) []byte { return esc(bytes.Clone(part), s) }
+	prefix := func(s string) []byte { return escOpen(bytes.Clone(part), s) }
+	switch c.Op {
+	case store.SKEqual:
+		lo = with(c.A)
+		hi = after(lo)
+	case store.SKBeginsWith:
+		lo = prefix(c.A)
+		hi = after(lo)
+	case store.SKBetween:
+		lo = prefix(c.A)
+		hi = after(with(c.B))
+	case store.SKGreater, store.SKGreaterEq:
+		lo = prefix(c.A)
+	case store.SKLess, store.SKLessEq:
+		hi = after(with(c.A))
+	}
+	return lo, hi
+}
+
+// match says whether sk satisfies c, and whether the scan (in its
+// direction) has passed every possible match.
+func match(c store.SKCond, sk string, desc bool) (in, past bool) {
+	switch c.Op {
+	case store.SKEqual:
+		if sk == c.A {
+			return true, false
+		}
+		return false, (!desc && sk > c.A) || (desc && sk < c.A)
+	case store.SKBeginsWith:
+		if len(sk) >= len(c.A) && sk[:len(c.A)] == c.A {
+			return true, false
+		}
+		return false, (!desc && sk > c.A) || (desc && sk < c.A)
+	case store.SKBetween:
+		if sk < c.A {
+			return false, desc
+		}
+		if sk > c.B {
+			return false, !desc
+		}
+		return true, false
+	case store.SKLess:
+		return sk < c.A, !desc && sk >= c.A
+	case store.SKLessEq:
+		return sk <= c.A, !desc && sk > c.A
+	case store.SKGreater:
+		return sk > c.A, desc && sk <= c.A
+	case store.SKGreaterEq:
+		return sk >= c.A, desc && sk < c.A
+	}
+	return true, false // SKAny
+}

@@ -1,0 +1,104 @@
+package boltstore_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/kernel/store"
+	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
+	"github.com/agentplane/agentplane/shared/kernel/store/storetest"
+)
+
+var ctx = context.Background()
+
+func item(pk, sk, data string) store.Item {
+	return store.Item{Key: store.Key{PK: pk, SK: sk}, Data: []byte(data)}
+}
+
+func open(tb testing.TB, path string) *boltstore.Store {
+	tb.Helper()
+	s, err := boltstore.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		return open(t, filepath.Join(t.TempDir(), "db"))
+	})
+}
+
+func TestReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := open(t, path)
+	it := item("r", "a", "kept")
+	it.Indexes = map[string]store.IndexKey{"gsi1": {PK: "i", SK: "a"}}
+	if _, err := s.Put(ctx, it, store.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	defer s.Close()
+	if got, err := s.Get(ctx, it.Key); err != nil || string(got.Data) != "kept" || got.Version != 1 {
+		t.Fatalf("%v %+v", err, got)
+	}
+	if p, err := s.Query(ctx, store.Query{Index: "gsi1", PK: "i"}); err != nil || len(p.Items) != 1 {
+		t.Fatalf("index after reopen: %v %+v", err, p)
+	}
+}
+
+// Purge removes expired items physically (they were invisible already),
+// with their index entries, and leaves live ones.
+func TestPurgeRemovesExpiredItems(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := open(t, path)
+	defer s.Close()
+	for i, exp := range []time.Time{time.Now().Add(-time.Hour), time.Now().Add(-time.Second), time.Now().Add(time.Hour), {}} {
+		it := item("p", string(rune('a'+i)), "")
+		it.ExpiresAt = exp
+		it.Indexes = map[string]store.IndexKey{"gsi1": {PK: "i", SK: it.SK}}
+		if _, err := s.Put(ctx, it, store.Condition{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Rewriting an item moves its expiry entry; the old one must not purge it.
+	later := time.Now().Add(time.Hour)
+	if _, err := s.Update(ctx, store.Update{Key: store.Key{PK: "p", SK: "c"}, SetExpiresAt: &later}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Purge(ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("purged %d: %v", n, err)
+	}
+	if n, err := s.Purge(ctx); err != nil || n != 0 {
+		t.Fatalf("second purge removed %d: %v", n, err)
+	}
+	for _, sk := range []string{"c", "d"} {
+		if _, err := s.Get(ctx, store.Key{PK: "p", SK: sk}); err != nil {
+			t.Fatalf("live item %s: %v", sk, err)
+		}
+	}
+	if _, err := s.Get(ctx, store.Key{PK: "p", SK: "a"}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatal(err)
+	}
+	if p, err := s.Query(ctx, store.Query{Index: "gsi1", PK: "i"}); err != nil || len(p.Items) != 2 {
+		t.Fatalf("index after purge: %v %d items", err, len(p.Items))
+	}
+}
+
+func TestCloseTwice(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "db"))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+}
