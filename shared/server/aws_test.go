@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentplane/agentplane/shared/server"
 	"github.com/agentplane/agentplane/shared/kernel/store/dynamostore"
+	"github.com/agentplane/agentplane/shared/server"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/server"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/workflow"
+	"github.com/agentplane/agentplane/shared/server"
 )
 
 // A module without routes that exercises the local queue and workflow

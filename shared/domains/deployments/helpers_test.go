@@ -18,8 +18,8 @@ import (
 	"github.com/agentplane/agentplane/shared/domains/builds/gittest"
 	"github.com/agentplane/agentplane/shared/domains/deployments"
 	"github.com/agentplane/agentplane/shared/kernel/secrets"
-	"github.com/agentplane/agentplane/shared/server"
 	"github.com/agentplane/agentplane/shared/kernel/web"
+	"github.com/agentplane/agentplane/shared/server"
 )
 
 const adminKey = "ap_test_controlplane_key_0123456789"

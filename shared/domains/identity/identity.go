@@ -19,31 +19,27 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/kernel/auth"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/google/uuid"
 )
 
-// Role is a workspace or organization role. The seed's default SSO role is
-// one of Viewer, User, Editor, Admin.
-type Role string
-
-const (
-	RoleViewer Role = "Viewer"
-	RoleUser   Role = "User"
-	RoleEditor Role = "Editor"
-	RoleAdmin  Role = "Admin"
+// Role and Principal are the kernel's (shared/kernel/auth): every domain
+// authorizes with them; identity issues and checks the keys behind them.
+type (
+	Role      = auth.Role
+	Principal = auth.Principal
 )
 
-var roleRank = map[Role]int{RoleViewer: 1, RoleUser: 2, RoleEditor: 3, RoleAdmin: 4}
+const (
+	RoleViewer = auth.RoleViewer
+	RoleUser   = auth.RoleUser
+	RoleEditor = auth.RoleEditor
+	RoleAdmin  = auth.RoleAdmin
+)
 
 // Roles lists the valid roles, weakest first.
-var Roles = []Role{RoleViewer, RoleUser, RoleEditor, RoleAdmin}
-
-// Valid reports whether r is a known role.
-func (r Role) Valid() bool { return roleRank[r] > 0 }
-
-// AtLeast reports whether r grants at least what o grants.
-func (r Role) AtLeast(o Role) bool { return roleRank[r] >= roleRank[o] && r.Valid() }
+var Roles = auth.Roles
 
 var (
 	ErrNotFound     = errors.New("identity: not found")
@@ -103,41 +99,12 @@ type storedKey struct {
 	Hash string `json:"hash"`
 }
 
-// Principal is who a request acts as.
-type Principal struct {
-	OrganizationID string
-	OrgRole        Role
-	KeyID          string
-	// WorkspaceID and WorkspaceRole are set by workspace-scoped auth.
-	WorkspaceID   string
-	WorkspaceRole Role
-	grants        map[string]Role
-}
-
-// RoleIn returns the principal's role in workspace ws, if it reaches it.
-func (p Principal) RoleIn(ws string) (Role, bool) {
-	if p.OrgRole == RoleAdmin {
-		return RoleAdmin, true
-	}
-	r, ok := p.grants[ws]
-	return r, ok
-}
-
-// Reachable lists the workspace ids granted explicitly (org admins reach all
-// workspaces of their organization in addition).
-func (p Principal) Reachable() []string {
-	out := make([]string, 0, len(p.grants))
-	for ws := range p.grants {
-		out = append(out, ws)
-	}
-	return out
-}
-
 func principalOf(k APIKey) Principal {
-	p := Principal{OrganizationID: k.OrganizationID, OrgRole: k.OrgRole, KeyID: k.ID, grants: map[string]Role{}}
+	grants := make(map[string]Role, len(k.Workspaces))
 	for _, g := range k.Workspaces {
-		p.grants[g.WorkspaceID] = g.Role
+		grants[g.WorkspaceID] = g.Role
 	}
+	p := auth.NewPrincipal(k.OrganizationID, k.OrgRole, k.ID, grants)
 	return p
 }
 

@@ -6,34 +6,21 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentplane/agentplane/shared/kernel/auth"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
-type principalKey struct{}
-
 // WithPrincipal returns ctx carrying p.
 func WithPrincipal(ctx context.Context, p Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+	return auth.WithPrincipal(ctx, p)
 }
 
 // FromContext returns the principal set by the auth middleware.
-func FromContext(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(Principal)
-	return p, ok
-}
+func FromContext(ctx context.Context) (Principal, bool) { return auth.FromContext(ctx) }
 
 // Credential returns the API key of a request: the X-Api-Key header, else an
 // Authorization: Bearer token.
-func Credential(r *http.Request) string {
-	if k := strings.TrimSpace(r.Header.Get("X-Api-Key")); k != "" {
-		return k
-	}
-	auth := r.Header.Get("Authorization")
-	if len(auth) > 7 && strings.EqualFold(auth[:7], "Bearer ") {
-		return strings.TrimSpace(auth[7:])
-	}
-	return ""
-}
+func Credential(r *http.Request) string { return auth.Credential(r) }
 
 // AuthenticateRequest returns the principal of r's credential, or a 401.
 func (s *Service) AuthenticateRequest(r *http.Request) (Principal, error) {
@@ -61,8 +48,15 @@ func (s *Service) RequireKey(next http.Handler) http.Handler {
 	})
 }
 
-// TenantHeader selects the workspace a control-plane call acts on.
-const TenantHeader = "X-Tenant-Id"
+// TenantHeader selects the workspace a workspace-scoped call acts on.
+const TenantHeader = auth.TenantHeader
+
+// InWorkspace narrows p to the workspace r selects with X-Tenant-Id (which
+// may be left out when the key reaches exactly one workspace). It and
+// AuthenticateRequest make Service the kernel's api.Authenticator.
+func (s *Service) InWorkspace(r *http.Request, p Principal) (Principal, error) {
+	return s.resolveWorkspace(r.Context(), p, strings.TrimSpace(r.Header.Get(TenantHeader)))
+}
 
 // RequireWorkspace authenticates the request and resolves its workspace from
 // X-Tenant-Id, which may be omitted when the key reaches exactly one

@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentplane/agentplane/shared/domains/threads"
 	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
-	"github.com/agentplane/agentplane/shared/domains/threads"
 )
 
 // Benchmarks of the thread service on the local (bbolt) store. Reported
