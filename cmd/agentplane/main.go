@@ -11,7 +11,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/agentplane/agentplane/shared/server"
+	"github.com/agentplane/agentplane/shared/compose"
+	"github.com/agentplane/agentplane/shared/compose/local"
 )
 
 func main() {
@@ -22,13 +23,13 @@ func main() {
 }
 
 func run() error {
-	cfg, err := server.ConfigFromEnv()
+	cfg, err := compose.ConfigFromEnv()
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	app, err := server.New(ctx, cfg)
+	app, err := local.New(ctx, cfg, nil)
 	if err != nil {
 		return err
 	}
@@ -37,5 +38,5 @@ func run() error {
 		app.Close()
 		return err
 	}
-	return server.Serve(ctx, app, ln, os.Stdout)
+	return local.Serve(ctx, app, ln, os.Stdout)
 }

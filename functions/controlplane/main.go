@@ -1,9 +1,10 @@
-// Command controlplane is the Lambda function of the "controlplane" route group
-// (shared/routes), served behind API Gateway (REST API, proxy integration).
+// Command controlplane is the Lambda function of the "controlplane" route group: its API
+// Gateway routes, its queue and its scheduled sweep (shared/compose/controlplanegroup).
 package main
 
-import "github.com/agentplane/agentplane/shared/kernel/lambdaproxy"
+import (
+	"github.com/agentplane/agentplane/shared/compose/controlplanegroup"
+	"github.com/agentplane/agentplane/shared/compose/lambdarun"
+)
 
-const group = "controlplane"
-
-func main() { lambdaproxy.ServeGroup(group) }
+func main() { lambdarun.Run(controlplanegroup.Group) }

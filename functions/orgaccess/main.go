@@ -1,9 +1,10 @@
-// Command orgaccess is the Lambda function of the "orgaccess" route group
-// (shared/routes), served behind API Gateway (REST API, proxy integration).
+// Command orgaccess is the Lambda function of the "orgaccess" route group: its API
+// Gateway routes, its queue and its scheduled sweep (shared/compose/orgaccessgroup).
 package main
 
-import "github.com/agentplane/agentplane/shared/kernel/lambdaproxy"
+import (
+	"github.com/agentplane/agentplane/shared/compose/lambdarun"
+	"github.com/agentplane/agentplane/shared/compose/orgaccessgroup"
+)
 
-const group = "orgaccess"
-
-func main() { lambdaproxy.ServeGroup(group) }
+func main() { lambdarun.Run(orgaccessgroup.Group) }

@@ -1,9 +1,10 @@
-// Command platform is the Lambda function of the "platform" route group
-// (shared/routes), served behind API Gateway (REST API, proxy integration).
+// Command platform is the Lambda function of the "platform" route group: its API
+// Gateway routes, its queue and its scheduled sweep (shared/compose/platformgroup).
 package main
 
-import "github.com/agentplane/agentplane/shared/kernel/lambdaproxy"
+import (
+	"github.com/agentplane/agentplane/shared/compose/lambdarun"
+	"github.com/agentplane/agentplane/shared/compose/platformgroup"
+)
 
-const group = "platform"
-
-func main() { lambdaproxy.ServeGroup(group) }
+func main() { lambdarun.Run(platformgroup.Group) }

@@ -1,9 +1,10 @@
-// Command scim is the Lambda function of the "scim" route group
-// (shared/routes), served behind API Gateway (REST API, proxy integration).
+// Command scim is the Lambda function of the "scim" route group: its API
+// Gateway routes, its queue and its scheduled sweep (shared/compose/scimgroup).
 package main
 
-import "github.com/agentplane/agentplane/shared/kernel/lambdaproxy"
+import (
+	"github.com/agentplane/agentplane/shared/compose/lambdarun"
+	"github.com/agentplane/agentplane/shared/compose/scimgroup"
+)
 
-const group = "scim"
-
-func main() { lambdaproxy.ServeGroup(group) }
+func main() { lambdarun.Run(scimgroup.Group) }

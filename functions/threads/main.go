@@ -1,9 +1,10 @@
-// Command threads is the Lambda function of the "threads" route group
-// (shared/routes), served behind API Gateway (REST API, proxy integration).
+// Command threads is the Lambda function of the "threads" route group: its API
+// Gateway routes, its queue and its scheduled sweep (shared/compose/threadsgroup).
 package main
 
-import "github.com/agentplane/agentplane/shared/kernel/lambdaproxy"
+import (
+	"github.com/agentplane/agentplane/shared/compose/lambdarun"
+	"github.com/agentplane/agentplane/shared/compose/threadsgroup"
+)
 
-const group = "threads"
-
-func main() { lambdaproxy.ServeGroup(group) }
+func main() { lambdarun.Run(threadsgroup.Group) }

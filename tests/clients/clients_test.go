@@ -19,7 +19,8 @@ import (
 
 	"github.com/agentplane/agentplane/shared/domains/builds/gittest"
 	"github.com/agentplane/agentplane/shared/domains/deployments"
-	"github.com/agentplane/agentplane/shared/server"
+	"github.com/agentplane/agentplane/shared/compose"
+	"github.com/agentplane/agentplane/shared/compose/local"
 )
 
 const adminKey = "ap_test_clients_admin_key_0123456789"
@@ -33,13 +34,13 @@ type app struct {
 
 func start(t *testing.T) *app {
 	t.Helper()
-	cfg := server.Config{Mode: server.ModeLocal, DataDir: t.TempDir(), Addr: "127.0.0.1:0", Region: "us",
+	cfg := compose.Config{Mode: compose.ModeLocal, DataDir: t.TempDir(), Addr: "127.0.0.1:0", Region: "us",
 		BootstrapAPIKey: adminKey, AllowLocalRepos: true, SelfHostedJITEnabled: true, LogLevel: "error"}
-	a, err := server.NewWithLogger(context.Background(), cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	a, err := local.New(context.Background(), cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Bootstrap(context.Background()); err != nil {
+	if _, err := a.P.Identity.Bootstrap(context.Background(), a.P.Config.BootstrapAPIKey); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(a.Handler())

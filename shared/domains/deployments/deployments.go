@@ -130,7 +130,7 @@ func (s *Service) enqueueBuild(ctx context.Context, r *revision) {
 }
 
 // Create creates a deployment and its first revision (workspace ws).
-func (s *Service) Create(ctx context.Context, ws string, req deploymentRequest) (Deployment, error) {
+func (s *Service) Create(ctx context.Context, ws string, req DeploymentRequest) (Deployment, error) {
 	var p web.Problems
 	name := checkName(&p, loc("body", "name"), req.Name)
 	var src Source
@@ -359,7 +359,7 @@ func (s *Service) List(ctx context.Context, ws string, f ListFilter, limit, offs
 
 // Patch updates a deployment. A non-null repo_ref, graph_config_path,
 // image_uri, secrets or resource_spec creates a new revision.
-func (s *Service) Patch(ctx context.Context, ws, id string, req deploymentRequest) (Deployment, error) {
+func (s *Service) Patch(ctx context.Context, ws, id string, req DeploymentRequest) (Deployment, error) {
 	var p web.Problems
 	immutable(&p, loc("body", "name"), req.Name != nil)
 	immutable(&p, loc("body", "source"), req.Source != nil)

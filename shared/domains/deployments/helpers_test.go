@@ -15,11 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/compose"
+	"github.com/agentplane/agentplane/shared/compose/controlplanegroup"
+	"github.com/agentplane/agentplane/shared/compose/local"
 	"github.com/agentplane/agentplane/shared/domains/builds/gittest"
 	"github.com/agentplane/agentplane/shared/domains/deployments"
+	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/secrets"
 	"github.com/agentplane/agentplane/shared/kernel/web"
-	"github.com/agentplane/agentplane/shared/server"
 )
 
 const adminKey = "ap_test_controlplane_key_0123456789"
@@ -28,8 +31,8 @@ const adminKey = "ap_test_controlplane_key_0123456789"
 type env struct {
 	t      testing.TB
 	dir    string
-	cfg    server.Config
-	app    *server.App
+	cfg    compose.Config
+	app    *compose.Process
 	srv    *httptest.Server
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -38,15 +41,15 @@ type env struct {
 
 func quiet() *slog.Logger { return slog.New(slog.NewJSONHandler(io.Discard, nil)) }
 
-func baseConfig(dir string) server.Config {
-	return server.Config{Mode: server.ModeLocal, DataDir: dir, Addr: "127.0.0.1:0", Region: "us",
+func baseConfig(dir string) compose.Config {
+	return compose.Config{Mode: compose.ModeLocal, DataDir: dir, Addr: "127.0.0.1:0", Region: "us",
 		BootstrapAPIKey: adminKey, AllowLocalRepos: true, SelfHostedJITEnabled: true, LogLevel: "error",
 		WebhookSecret: "webhook-secret-for-tests"}
 }
 
 // start opens the app on dir (a new one when ""), serves it, and runs its
 // background work (queue consumer, workflow runner resume, recovery).
-func start(t testing.TB, dir string, mutate ...func(*server.Config)) *env {
+func start(t testing.TB, dir string, mutate ...func(*compose.Config)) *env {
 	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
@@ -55,15 +58,15 @@ func start(t testing.TB, dir string, mutate ...func(*server.Config)) *env {
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	app, err := server.NewWithLogger(context.Background(), cfg, quiet())
+	app, err := local.New(context.Background(), cfg, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := app.Bootstrap(context.Background())
+	b, err := app.P.Identity.Bootstrap(context.Background(), app.P.Config.BootstrapAPIKey)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, dir: dir, cfg: app.Deps().Config, app: app, ws: b.Workspace.ID, done: make(chan struct{})}
+	e := &env{t: t, dir: dir, cfg: app.P.Config, app: app, ws: b.Workspace.ID, done: make(chan struct{})}
 	e.srv = httptest.NewServer(app.Handler())
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -88,7 +91,11 @@ func (e *env) stop() {
 }
 
 func (e *env) service() *deployments.Service {
-	return e.app.Deps().Modules.Service("controlplane").(*deployments.Service)
+	svc, err := controlplanegroup.NewService(context.Background(), e.app.P)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return svc
 }
 
 type resp struct {
@@ -279,7 +286,7 @@ func anyPublic(addrs []netip.Addr) bool {
 // e's identity service) and returns a caller for it.
 func httptestHandler(t testing.TB, svc *deployments.Service, e *env) *env {
 	mux := web.NewMux()
-	deployments.NewHandler(svc, e.app.Deps().Identity).Register(mux)
+	api.Mount(mux, deployments.Routes, deployments.NewHandler(svc), api.Edge{Auth: e.app.P.Identity})
 	srv := httptest.NewServer(web.Chain(mux, web.Observe(quiet())))
 	t.Cleanup(srv.Close)
 	return &env{t: t, srv: srv, ws: e.ws}

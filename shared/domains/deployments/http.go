@@ -6,49 +6,50 @@ import (
 	"strings"
 
 	"github.com/agentplane/agentplane/shared/domains/identity"
+	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
 // Handler serves the control-plane API (route group "controlplane").
 type Handler struct {
 	svc *Service
-	ids *identity.Service
 }
 
-// NewHandler returns the HTTP API over svc, authenticating with ids.
-func NewHandler(svc *Service, ids *identity.Service) *Handler {
-	return &Handler{svc: svc, ids: ids}
-}
+// NewHandler returns the HTTP API over svc.
+func NewHandler(svc *Service) *Handler { return &Handler{svc: svc} }
 
-// Register adds the routes of the "controlplane" group in shared/routes.
-func (h *Handler) Register(mux *web.Mux) {
-	ws := func(role identity.Role, f web.HandlerFunc) http.Handler {
-		return h.ids.RequireWorkspace(web.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-			p, _ := identity.FromContext(r.Context())
-			if err := identity.Need(p, role); err != nil {
-				return err
-			}
-			return f(w, r)
-		}))
+var (
+	pageQuery = []api.Param{
+		{Name: "limit", Type: "integer", Description: "Page size"},
+		{Name: "offset", Type: "integer", Description: "Items to skip; a page's offset field is the value for the next page"},
 	}
-	read, write := identity.RoleViewer, identity.RoleEditor
-	mux.Handle("POST", "/v2/deployments", ws(write, h.create))
-	mux.Handle("GET", "/v2/deployments", ws(read, h.list))
-	mux.Handle("GET", "/v2/deployments/{deployment_id}", ws(read, h.get))
-	mux.Handle("PATCH", "/v2/deployments/{deployment_id}", ws(write, h.patch))
-	mux.Handle("DELETE", "/v2/deployments/{deployment_id}", ws(write, h.delete))
-	mux.Handle("GET", "/v2/deployments/{deployment_id}/revisions", ws(read, h.listRevisions))
-	mux.Handle("GET", "/v2/deployments/{deployment_id}/revisions/{revision_id}", ws(read, h.getRevision))
-	mux.Handle("GET", "/v2/deployments/{deployment_id}/revisions/{revision_id}/logs", ws(read, h.logs))
-	mux.Handle("POST", "/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy", ws(write, h.redeploy))
-	mux.Handle("GET", "/v2/listeners", ws(read, h.listListeners))
-	mux.Handle("POST", "/v2/listeners", ws(write, h.createListener))
-	mux.Handle("GET", "/v2/listeners/{listener_id}", ws(read, h.getListener))
-	mux.Handle("PATCH", "/v2/listeners/{listener_id}", ws(write, h.patchListener))
-	mux.Handle("DELETE", "/v2/listeners/{listener_id}", ws(write, h.deleteListener))
-	mux.Handle("GET", "/v1/integrations/repo_host/install", ws(read, h.integrations))
-	// Signed with the webhook secret instead of an API key.
-	mux.HandleFunc("POST", "/v1/integrations/repo_host/webhook", h.webhook)
+	read, write = identity.RoleViewer, identity.RoleEditor
+)
+
+// Routes is the "controlplane" route group. Every route but the webhook
+// acts in the workspace of X-Tenant-Id (optional when the key reaches one);
+// the webhook is signed with the webhook secret instead of an API key.
+var Routes = api.Group[*Handler]{
+	Name:        "controlplane",
+	Description: "deployment control plane: deployments, revisions, redeploy, build logs, listeners, repository integrations and the push webhook",
+	Routes: []api.Route[*Handler]{
+		{Method: "POST", Path: "/v2/deployments", Summary: "Create a deployment and its first revision", Auth: api.Workspace, Role: write, Body: DeploymentRequest{}, Result: Deployment{}, Status: http.StatusCreated, Handle: (*Handler).create},
+		{Method: "GET", Path: "/v2/deployments", Summary: "List deployments", Auth: api.Workspace, Role: read, Result: listPage[Deployment]{}, Query: append([]api.Param{{Name: "name_contains", Type: "string"}, {Name: "status", Type: "string"}}, pageQuery...), Handle: (*Handler).list},
+		{Method: "GET", Path: "/v2/deployments/{deployment_id}", Summary: "Read a deployment", Auth: api.Workspace, Role: read, Result: Deployment{}, Handle: (*Handler).get},
+		{Method: "PATCH", Path: "/v2/deployments/{deployment_id}", Summary: "Update a deployment (some changes create a revision)", Auth: api.Workspace, Role: write, Body: DeploymentRequest{}, Result: Deployment{}, Handle: (*Handler).patch},
+		{Method: "DELETE", Path: "/v2/deployments/{deployment_id}", Summary: "Delete a deployment", Auth: api.Workspace, Role: write, Query: []api.Param{{Name: "delete_tracing_project", Type: "boolean"}}, Status: http.StatusNoContent, Handle: (*Handler).delete},
+		{Method: "GET", Path: "/v2/deployments/{deployment_id}/revisions", Summary: "List a deployment's revisions, newest first", Auth: api.Workspace, Role: read, Result: listPage[Revision]{}, Query: append([]api.Param{{Name: "status", Type: "string"}}, pageQuery...), Handle: (*Handler).listRevisions},
+		{Method: "GET", Path: "/v2/deployments/{deployment_id}/revisions/{revision_id}", Summary: "Read a revision", Auth: api.Workspace, Role: read, Result: Revision{}, Handle: (*Handler).getRevision},
+		{Method: "GET", Path: "/v2/deployments/{deployment_id}/revisions/{revision_id}/logs", Summary: "Read a revision's build log", Auth: api.Workspace, Role: read, Result: listPage[LogLine]{}, Query: pageQuery, Handle: (*Handler).logs},
+		{Method: "POST", Path: "/v2/deployments/{deployment_id}/revisions/{revision_id}/redeploy", Summary: "Redeploy a revision", Auth: api.Workspace, Role: write, Result: Deployment{}, Handle: (*Handler).redeploy},
+		{Method: "GET", Path: "/v2/listeners", Summary: "List listeners", Auth: api.Workspace, Role: read, Result: listPage[Listener]{}, Query: pageQuery, Handle: (*Handler).listListeners},
+		{Method: "POST", Path: "/v2/listeners", Summary: "Register a listener (self-hosted)", Auth: api.Workspace, Role: write, Body: ListenerRequest{}, Result: Listener{}, Status: http.StatusCreated, Handle: (*Handler).createListener},
+		{Method: "GET", Path: "/v2/listeners/{listener_id}", Summary: "Read a listener", Auth: api.Workspace, Role: read, Result: Listener{}, Handle: (*Handler).getListener},
+		{Method: "PATCH", Path: "/v2/listeners/{listener_id}", Summary: "Update a listener", Auth: api.Workspace, Role: write, Body: ListenerRequest{}, Result: Listener{}, Handle: (*Handler).patchListener},
+		{Method: "DELETE", Path: "/v2/listeners/{listener_id}", Summary: "Delete an unused listener", Auth: api.Workspace, Role: write, Status: http.StatusNoContent, Handle: (*Handler).deleteListener},
+		{Method: "GET", Path: "/v1/integrations/repo_host/install", Summary: "Repository integrations (source of source_config.integration_id)", Auth: api.Workspace, Role: read, Result: []Integration{}, Handle: (*Handler).integrations},
+		{Method: "POST", Path: "/v1/integrations/repo_host/webhook", Summary: "Push webhook (X-Hub-Signature-256 signed)", Auth: api.Own, Result: WebhookResult{}, Handle: (*Handler).webhook},
+	},
 }
 
 func workspace(r *http.Request) string {
@@ -75,7 +76,7 @@ func paging(r *http.Request, def, max int) (int, int, error) {
 }
 
 func (h *Handler) create(w http.ResponseWriter, r *http.Request) error {
-	var req deploymentRequest
+	var req DeploymentRequest
 	if err := web.DecodeJSON(r, &req, false); err != nil {
 		return err
 	}
@@ -156,7 +157,7 @@ func (h *Handler) patch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req deploymentRequest
+	var req DeploymentRequest
 	if err := web.DecodeJSON(r, &req, false); err != nil {
 		return err
 	}
@@ -271,7 +272,7 @@ func (h *Handler) listListeners(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (h *Handler) createListener(w http.ResponseWriter, r *http.Request) error {
-	var req listenerBody
+	var req ListenerRequest
 	if err := web.DecodeJSON(r, &req, false); err != nil {
 		return err
 	}
@@ -301,7 +302,7 @@ func (h *Handler) patchListener(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req listenerBody
+	var req ListenerRequest
 	if err := web.DecodeJSON(r, &req, false); err != nil {
 		return err
 	}

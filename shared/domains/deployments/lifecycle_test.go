@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/compose"
 	"github.com/agentplane/agentplane/shared/domains/builds/gittest"
 	"github.com/agentplane/agentplane/shared/domains/deployments"
-	"github.com/agentplane/agentplane/shared/server"
 )
 
 // 20 concurrent PATCHes: exactly 20 new revisions, latest_revision_id names
@@ -166,7 +166,7 @@ func TestSweepInterruptsStaleRevisions(t *testing.T) {
 	id, rev := str(d, "id"), str(d, "latest_revision_id")
 	// A fresh service over the same store with a tiny StaleAfter.
 	stale, err := deployments.New(deployments.Options{
-		Store: e.app.Deps().Store, Blobs: e.app.Deps().Blobs, Queue: e.app.Deps().Queue,
+		Store: e.app.P.Store, Blobs: e.app.P.Blobs, Queue: e.app.P.Queue,
 		Keeper: mustLocalKeeper(t), StaleAfter: time.Nanosecond,
 	})
 	if err != nil {
@@ -345,7 +345,7 @@ func TestListeners(t *testing.T) {
 // Hosted mode (no local repositories): only https URLs to public hosts;
 // listeners and images are for self-hosted installations.
 func TestHostedRules(t *testing.T) {
-	e := start(t, "", func(c *server.Config) { c.AllowLocalRepos = false })
+	e := start(t, "", func(c *compose.Config) { c.AllowLocalRepos = false })
 	repo := agentRepo(t)
 	ints := e.call("GET", "/v1/integrations/repo_host/install", nil)
 	var list []deployments.Integration
@@ -379,8 +379,8 @@ func TestHostedRules(t *testing.T) {
 // rule is applied by the service, so it is checked here on the service.
 func TestSourceAvailability(t *testing.T) {
 	e := start(t, "")
-	hosted, err := deployments.New(deployments.Options{Store: e.app.Deps().Store, Blobs: e.app.Deps().Blobs,
-		Queue: e.app.Deps().Queue, Keeper: mustLocalKeeper(t), RepoHost: true})
+	hosted, err := deployments.New(deployments.Options{Store: e.app.P.Store, Blobs: e.app.P.Blobs,
+		Queue: e.app.P.Queue, Keeper: mustLocalKeeper(t), RepoHost: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +517,7 @@ func TestWebhook(t *testing.T) {
 		t.Fatal("build_on_push false deployment was built")
 	}
 	// Webhooks are refused when no secret is configured.
-	e2 := start(t, "", func(c *server.Config) { c.WebhookSecret = "" })
+	e2 := start(t, "", func(c *compose.Config) { c.WebhookSecret = "" })
 	if r := e2.call("POST", "/v1/integrations/repo_host/webhook", string(body), deployments.SignatureHeader, deployments.Sign("", body), deployments.EventHeader, "push"); r.Code != 403 {
 		t.Fatalf("no secret: %d %s", r.Code, r.Body)
 	}

@@ -35,9 +35,9 @@ type storedListener struct {
 	WorkspaceID string `json:"workspace_id"`
 }
 
-// listenerBody is the request of both create and patch: the same fields,
+// ListenerRequest is the request of both create and patch: the same fields,
 // required on create, optional on patch.
-type listenerBody struct {
+type ListenerRequest struct {
 	ComputeType   *string        `json:"compute_type"`
 	ComputeID     *string        `json:"compute_id"`
 	ComputeConfig *ComputeConfig `json:"compute_config"`
@@ -91,7 +91,7 @@ func (s *Service) listenersForbidden(ws string) error {
 }
 
 // CreateListener registers a listener in workspace ws.
-func (s *Service) CreateListener(ctx context.Context, ws string, req listenerBody) (Listener, error) {
+func (s *Service) CreateListener(ctx context.Context, ws string, req ListenerRequest) (Listener, error) {
 	var p web.Problems
 	l := loc("body")
 	if req.ComputeType == nil {
@@ -158,7 +158,7 @@ func (s *Service) GetListener(ctx context.Context, ws, id string) (Listener, err
 }
 
 // PatchListener changes a listener's version or compute configuration.
-func (s *Service) PatchListener(ctx context.Context, ws, id string, req listenerBody) (Listener, error) {
+func (s *Service) PatchListener(ctx context.Context, ws, id string, req ListenerRequest) (Listener, error) {
 	var p web.Problems
 	immutable(&p, loc("body", "compute_type"), req.ComputeType != nil)
 	immutable(&p, loc("body", "compute_id"), req.ComputeID != nil)

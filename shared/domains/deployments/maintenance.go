@@ -12,8 +12,8 @@ import (
 	"gocloud.dev/blob"
 )
 
-// Purge removes everything a deleted deployment owns — its threads (through
-// the threads module), build logs, sources and artifacts, revisions, and its
+// Purge removes everything a deleted deployment owns — its threads (the
+// TopicDeleted event asks the threads domain), build logs, sources and artifacts, revisions, and its
 // tracing project when asked — and then the deployment itself. It is the
 // TopicDelete consumer; it is idempotent, so a redelivered message is fine.
 func (s *Service) Purge(ctx context.Context, id string) error {
@@ -27,8 +27,8 @@ func (s *Service) Purge(ctx context.Context, id string) error {
 	if d.Status != StatusAwaitingDelete {
 		return nil
 	}
-	if err := s.purgeThreads(ctx, id); err != nil {
-		return fmt.Errorf("purge threads of %s: %w", id, err)
+	if err := s.o.Queue.Enqueue(ctx, TopicDeleted, DeletedMessage{DeploymentID: id, WorkspaceID: d.WorkspaceID}); err != nil {
+		return fmt.Errorf("announce the deletion of %s: %w", id, err)
 	}
 	it := s.o.Blobs.List(&blob.ListOptions{Prefix: blobPrefix(id)})
 	for {

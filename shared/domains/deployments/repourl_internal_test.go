@@ -81,11 +81,18 @@ func TestVerifySignature(t *testing.T) {
 	}
 }
 
+// purger is a queue whose first deployment-deleted event cannot be sent.
 type purger struct{ calls atomic.Int64 }
 
-func (p *purger) PurgeDeployment(ctx context.Context, id string) error {
+func (p *purger) Enqueue(_ context.Context, topic string, payload any) error {
+	if topic != TopicDeleted {
+		return nil
+	}
+	if m, ok := payload.(DeletedMessage); !ok || m.DeploymentID == "" || m.WorkspaceID == "" {
+		return errors.New("malformed deployment-deleted event")
+	}
 	if p.calls.Add(1) == 1 {
-		return errors.New("threads store unavailable")
+		return errors.New("queue unavailable")
 	}
 	return nil
 }
@@ -94,10 +101,11 @@ type nopQueue struct{}
 
 func (nopQueue) Enqueue(context.Context, string, any) error { return nil }
 
-// Purge removes the deployment's threads through the threads module first;
-// if that fails the purge fails (and is retried by the queue) with nothing
-// else removed yet.
-func TestPurgeCallsThreads(t *testing.T) {
+// Purge announces the deletion (the threads domain removes the
+// deployment's threads) before removing anything; if the announcement
+// cannot be sent the purge fails (and is retried by the queue) with nothing
+// removed yet.
+func TestPurgeAnnouncesDeletion(t *testing.T) {
 	dir := t.TempDir()
 	st, err := boltstore.Open(filepath.Join(dir, "db"))
 	if err != nil {
@@ -111,14 +119,13 @@ func TestPurgeCallsThreads(t *testing.T) {
 	defer bucket.Close()
 	keeper, _ := secrets.OpenLocal(t.TempDir())
 	p := &purger{}
-	svc, err := New(Options{Store: st, Blobs: bucket, Queue: nopQueue{}, Keeper: keeper, ExternalContainer: true,
-		Threads: func() any { return p }})
+	svc, err := New(Options{Store: st, Blobs: bucket, Queue: p, Keeper: keeper, ExternalContainer: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	img := "ghcr.io/acme/agent:1"
-	d, err := svc.Create(ctx, "ws-1", deploymentRequest{Name: strPtrAlways("purge-me"), Source: strPtrAlways("external_container"),
+	d, err := svc.Create(ctx, "ws-1", DeploymentRequest{Name: strPtrAlways("purge-me"), Source: strPtrAlways("external_container"),
 		SourceConfig: &SourceConfig{}, SourceRevisionConfig: &SourceRevisionConfig{ImageURI: &img}, Secrets: &[]secretIn{}})
 	if err != nil {
 		t.Fatal(err)
@@ -130,10 +137,10 @@ func TestPurgeCallsThreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := svc.Purge(ctx, d.ID); err == nil {
-		t.Fatal("purge succeeded although threads could not be removed")
+		t.Fatal("purge succeeded although the deletion could not be announced")
 	}
 	if _, err := svc.Get(ctx, "ws-1", d.ID); err != nil {
-		t.Fatalf("deployment removed before its threads: %v", err)
+		t.Fatalf("deployment removed before its deletion was announced: %v", err)
 	}
 	if err := svc.Purge(ctx, d.ID); err != nil {
 		t.Fatal(err)
@@ -145,10 +152,10 @@ func TestPurgeCallsThreads(t *testing.T) {
 		t.Fatal("build log left behind")
 	}
 	if p.calls.Load() != 2 {
-		t.Fatalf("threads purged %d times", p.calls.Load())
+		t.Fatalf("deletion announced %d times", p.calls.Load())
 	}
 	// A deployment that is not being deleted is never purged.
-	d2, _ := svc.Create(ctx, "ws-1", deploymentRequest{Name: strPtrAlways("keep-me"), Source: strPtrAlways("external_container"),
+	d2, _ := svc.Create(ctx, "ws-1", DeploymentRequest{Name: strPtrAlways("keep-me"), Source: strPtrAlways("external_container"),
 		SourceConfig: &SourceConfig{}, SourceRevisionConfig: &SourceRevisionConfig{ImageURI: &img}, Secrets: &[]secretIn{}})
 	if err := svc.Purge(ctx, d2.ID); err != nil {
 		t.Fatal(err)

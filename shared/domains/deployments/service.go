@@ -38,7 +38,17 @@ const (
 	// TopicDelete carries a DeleteMessage; its consumer removes everything
 	// a deleted deployment owns.
 	TopicDelete = "deployment.delete"
+	// TopicDeleted carries a DeletedMessage once a deleted deployment is
+	// being purged: the domains that keep data per deployment (threads)
+	// remove theirs.
+	TopicDeleted = "deployment.deleted"
 )
+
+// DeletedMessage says a deployment is gone.
+type DeletedMessage struct {
+	DeploymentID string `json:"deployment_id"`
+	WorkspaceID  string `json:"workspace_id"`
+}
 
 // BuildMessage asks for a revision to be built.
 type BuildMessage struct {
@@ -54,12 +64,6 @@ type DeleteMessage struct {
 // Enqueuer sends background work (SQS in AWS, in-process locally).
 type Enqueuer interface {
 	Enqueue(ctx context.Context, topic string, payload any) error
-}
-
-// ThreadPurger is implemented by the threads module's service: it removes
-// every thread of a deployment.
-type ThreadPurger interface {
-	PurgeDeployment(ctx context.Context, deploymentID string) error
 }
 
 // Options configure a Service.
@@ -84,10 +88,7 @@ type Options struct {
 	ExternalContainer bool
 	// Listeners allows registering listeners (self-hosted and local).
 	Listeners bool
-	// Threads returns the threads module's service at run time (nil when
-	// that module is absent).
-	Threads func() any
-	Logger  *slog.Logger
+	Logger    *slog.Logger
 	// StaleAfter: an unfinished revision without progress for this long is
 	// ended INTERRUPTED by Sweep (default 1h).
 	StaleAfter time.Duration
@@ -118,9 +119,6 @@ func New(o Options) (*Service, error) {
 	}
 	if o.RequeueAfter <= 0 {
 		o.RequeueAfter = 2 * time.Minute
-	}
-	if o.Threads == nil {
-		o.Threads = func() any { return nil }
 	}
 	return &Service{o: o, st: o.Store, log: o.Logger, now: func() time.Time { return time.Now().UTC() }}, nil
 }

@@ -1,6 +1,13 @@
 package deployments
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/agentplane/agentplane/shared/kernel/store"
+)
 
 // ThreadTarget is what the thread API of a deployment needs to know about it.
 type ThreadTarget struct {
@@ -14,30 +21,39 @@ type ThreadTarget struct {
 	Graphs []string
 }
 
+// Targets reads deployments for the thread API. It needs only the store,
+// so the threads function links none of the control plane's machinery.
+type Targets struct{ st store.Store }
+
+// NewTargets returns a reader of thread targets over st.
+func NewTargets(st store.Store) *Targets { return &Targets{st: st} }
+
 // ThreadTarget returns the deployment's thread target, or
 // ErrDeploymentNotFound for a missing deployment and for one being deleted
 // (AWAITING_DELETE counts as deleted for thread traffic).
-func (s *Service) ThreadTarget(ctx context.Context, deploymentID string) (ThreadTarget, error) {
-	d, _, err := s.loadDeployment(ctx, deploymentID)
+func (t *Targets) ThreadTarget(ctx context.Context, deploymentID string) (ThreadTarget, error) {
+	it, err := t.st.Get(ctx, depKey(deploymentID))
+	if errors.Is(err, store.ErrNotFound) {
+		return ThreadTarget{}, ErrDeploymentNotFound
+	}
 	if err != nil {
 		return ThreadTarget{}, err
+	}
+	var d deployment
+	if err := json.Unmarshal(it.Data, &d); err != nil {
+		return ThreadTarget{}, fmt.Errorf("deployments: decode deployment %s: %w", deploymentID, err)
 	}
 	if d.Status == StatusAwaitingDelete {
 		return ThreadTarget{}, ErrDeploymentNotFound
 	}
-	t := ThreadTarget{DeploymentID: d.ID, WorkspaceID: d.WorkspaceID, Status: string(d.Status), ActiveRevisionID: d.ActiveRevisionID}
+	out := ThreadTarget{DeploymentID: d.ID, WorkspaceID: d.WorkspaceID, Status: string(d.Status), ActiveRevisionID: d.ActiveRevisionID}
 	if d.ActiveRevisionID != "" && d.Source == SourceRepoHost {
-		t.Graphs = append([]string{}, d.ActiveGraphs...)
+		out.Graphs = append([]string{}, d.ActiveGraphs...)
 	}
-	return t, nil
+	return out, nil
 }
 
-// purgeThreads removes the deployment's threads through the threads module,
-// when it is present.
-func (s *Service) purgeThreads(ctx context.Context, id string) error {
-	p, ok := s.o.Threads().(ThreadPurger)
-	if !ok || p == nil {
-		return nil
-	}
-	return p.PurgeDeployment(ctx, id)
+// ThreadTarget is Targets.ThreadTarget over the service's store.
+func (s *Service) ThreadTarget(ctx context.Context, deploymentID string) (ThreadTarget, error) {
+	return NewTargets(s.st).ThreadTarget(ctx, deploymentID)
 }

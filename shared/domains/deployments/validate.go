@@ -21,10 +21,10 @@ type secretIn struct {
 	Value *string `json:"value"`
 }
 
-// deploymentRequest is the body of both POST and PATCH. On PATCH, Name and
+// DeploymentRequest is the body of both POST and PATCH. On PATCH, Name and
 // Source are immutable; they are decoded only to answer with a clear
 // "immutable" error instead of "extra field".
-type deploymentRequest struct {
+type DeploymentRequest struct {
 	Name                 *string               `json:"name"`
 	Source               *string               `json:"source"`
 	SourceConfig         *SourceConfig         `json:"source_config"`

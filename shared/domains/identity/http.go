@@ -5,21 +5,29 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
-// Register adds the admin API (workspaces and API keys) and /health to mux.
-// These are the routes of the "platform" group in shared/routes.
-func (s *Service) Register(mux *web.Mux) {
-	mux.HandleFunc("GET", "/health", func(w http.ResponseWriter, r *http.Request) error {
-		web.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-		return nil
-	})
-	mux.Handle("GET", "/api/v1/workspaces", s.RequireKey(web.HandlerFunc(s.listWorkspaces)))
-	mux.Handle("POST", "/api/v1/workspaces", s.RequireKey(web.HandlerFunc(s.createWorkspace)))
-	mux.Handle("GET", "/api/v1/api-key", s.RequireKey(web.HandlerFunc(s.listKeys)))
-	mux.Handle("POST", "/api/v1/api-key", s.RequireKey(web.HandlerFunc(s.createKey)))
-	mux.Handle("DELETE", "/api/v1/api-key/{api_key_id}", s.RequireKey(web.HandlerFunc(s.revokeKey)))
+// Routes is the "platform" route group: /health and the admin API
+// (workspaces and API keys).
+var Routes = api.Group[*Service]{
+	Name:        "platform",
+	Description: "health and the admin API: workspaces and API keys",
+	Routes: []api.Route[*Service]{
+		{Method: "GET", Path: "/health", Summary: "Health check", Auth: api.Public, Result: map[string]string{}, Handle: (*Service).health},
+		{Method: "GET", Path: "/api/v1/workspaces", Summary: "List the workspaces the key reaches", Auth: api.Key, Result: []workspaceView{}, Handle: (*Service).listWorkspaces},
+		{Method: "POST", Path: "/api/v1/workspaces", Summary: "Create a workspace", Auth: api.Key, Role: RoleAdmin, Body: workspaceRequest{}, Result: workspaceView{}, Status: http.StatusCreated, Handle: (*Service).createWorkspace},
+		{Method: "GET", Path: "/api/v1/workspaces/{workspace_id}", Summary: "Read a workspace the key reaches", Auth: api.Key, Result: workspaceView{}, Handle: (*Service).getWorkspace},
+		{Method: "GET", Path: "/api/v1/api-key", Summary: "List API keys (records, never keys)", Auth: api.Key, Role: RoleAdmin, Result: []APIKey{}, Handle: (*Service).listKeys},
+		{Method: "POST", Path: "/api/v1/api-key", Summary: "Create an API key (shown once)", Auth: api.Key, Role: RoleAdmin, Body: keyRequest{}, Result: createdKey{}, Status: http.StatusCreated, Handle: (*Service).createKey},
+		{Method: "DELETE", Path: "/api/v1/api-key/{api_key_id}", Summary: "Revoke an API key", Auth: api.Key, Role: RoleAdmin, Status: http.StatusNoContent, Handle: (*Service).revokeKey},
+	},
+}
+
+func (s *Service) health(w http.ResponseWriter, r *http.Request) error {
+	web.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
 }
 
 type workspaceView struct {
@@ -43,11 +51,28 @@ func (s *Service) listWorkspaces(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+func (s *Service) getWorkspace(w http.ResponseWriter, r *http.Request) error {
+	p, _ := FromContext(r.Context())
+	id, err := web.PathUUID(r, "workspace_id")
+	if err != nil {
+		return err
+	}
+	// A workspace the key cannot reach answers exactly like a missing one.
+	ws, err := s.Workspace(r.Context(), id)
+	role, ok := p.RoleIn(id)
+	if errors.Is(err, ErrNotFound) || err == nil && (!ok || ws.OrganizationID != p.OrganizationID) {
+		return web.NotFound("Workspace %s not found", id)
+	}
+	if err != nil {
+		return err
+	}
+	web.WriteJSON(w, http.StatusOK, workspaceView{Workspace: ws, Role: role})
+	return nil
+}
+
 func (s *Service) createWorkspace(w http.ResponseWriter, r *http.Request) error {
 	p, _ := FromContext(r.Context())
-	var body struct {
-		DisplayName *string `json:"display_name"`
-	}
+	var body workspaceRequest
 	if err := web.DecodeJSON(r, &body, false); err != nil {
 		return err
 	}
@@ -57,9 +82,6 @@ func (s *Service) createWorkspace(w http.ResponseWriter, r *http.Request) error 
 	name := strings.TrimSpace(*body.DisplayName)
 	if name == "" || len(name) > 200 {
 		return web.Invalid(web.Loc("body", "display_name"), "String should have 1 to 200 characters", "string_too_short")
-	}
-	if err := NeedOrgAdmin(p); err != nil {
-		return err
 	}
 	ws, err := s.CreateWorkspace(r.Context(), p.OrganizationID, name)
 	if err != nil {
@@ -71,9 +93,6 @@ func (s *Service) createWorkspace(w http.ResponseWriter, r *http.Request) error 
 
 func (s *Service) listKeys(w http.ResponseWriter, r *http.Request) error {
 	p, _ := FromContext(r.Context())
-	if err := NeedOrgAdmin(p); err != nil {
-		return err
-	}
 	keys, err := s.APIKeys(r.Context(), p.OrganizationID)
 	if err != nil {
 		return err
@@ -85,6 +104,18 @@ func (s *Service) listKeys(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// workspaceRequest is the body of POST /api/v1/workspaces.
+type workspaceRequest struct {
+	DisplayName *string `json:"display_name"`
+}
+
+// keyRequest is the body of POST /api/v1/api-key.
+type keyRequest struct {
+	Description string  `json:"description"`
+	OrgRole     *Role   `json:"org_role"`
+	Workspaces  []Grant `json:"workspaces"`
+}
+
 type createdKey struct {
 	APIKey
 	// Key is the raw key, returned only here.
@@ -93,11 +124,7 @@ type createdKey struct {
 
 func (s *Service) createKey(w http.ResponseWriter, r *http.Request) error {
 	p, _ := FromContext(r.Context())
-	var body struct {
-		Description string  `json:"description"`
-		OrgRole     *Role   `json:"org_role"`
-		Workspaces  []Grant `json:"workspaces"`
-	}
+	var body keyRequest
 	if err := web.DecodeJSON(r, &body, true); err != nil {
 		return err
 	}
@@ -129,9 +156,6 @@ func (s *Service) createKey(w http.ResponseWriter, r *http.Request) error {
 	if err := probs.Err(); err != nil {
 		return err
 	}
-	if err := NeedOrgAdmin(p); err != nil {
-		return err
-	}
 	k, raw, err := s.CreateAPIKey(r.Context(), nk)
 	if errors.Is(err, ErrNotFound) {
 		return web.NotFound("A listed workspace does not exist in this organization")
@@ -147,9 +171,6 @@ func (s *Service) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	p, _ := FromContext(r.Context())
 	id, err := web.PathUUID(r, "api_key_id")
 	if err != nil {
-		return err
-	}
-	if err := NeedOrgAdmin(p); err != nil {
 		return err
 	}
 	if err := s.RevokeAPIKey(r.Context(), p.OrganizationID, id); errors.Is(err, ErrNotFound) {

@@ -133,6 +133,10 @@ func put(it store.Item) store.TxOp {
 func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
 func newID() string         { return uuid.NewString() }
 
+// OrganizationsIndex lists every organization (the platform operator's
+// view, and the bootstrap check).
+const OrganizationsIndex = "gsi1"
+
 // KeyPrefix starts every generated key.
 const KeyPrefix = "ap_"
 
@@ -178,7 +182,7 @@ func (s *Service) CreateOrganization(ctx context.Context, o Organization) (Organ
 	o.CreatedAt, o.UpdatedAt = now, now
 	err := s.st.Transact(ctx, []store.TxOp{
 		put(store.Item{Key: orgKey(o.ID), Data: mustJSON(o),
-			Indexes: map[string]store.IndexKey{"gsi1": {PK: "orgs", SK: o.ID}}}),
+			Indexes: map[string]store.IndexKey{OrganizationsIndex: {PK: "orgs", SK: o.ID}}}),
 		put(store.Item{Key: slugKey(o.SSOLoginSlug), Data: []byte(o.ID)}),
 	})
 	if errors.Is(err, store.ErrConditionFailed) {
@@ -235,7 +239,7 @@ func (s *Service) OrganizationBySlug(ctx context.Context, slug string) (Organiza
 // Organizations lists every organization (for self-hosted rules and admin).
 func (s *Service) Organizations(ctx context.Context) ([]Organization, error) {
 	var out []Organization
-	q := store.Query{Index: "gsi1", PK: "orgs"}
+	q := store.Query{Index: OrganizationsIndex, PK: "orgs"}
 	for {
 		page, err := s.st.Query(ctx, q)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/shared/domains/identity"
+	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 )
@@ -28,27 +29,34 @@ func NewHandler(svc *Service, v Verifier) *Handler {
 	return &Handler{svc: svc, verifier: v}
 }
 
-// Register adds the routes of the "orgaccess" group in shared/routes.
-func (h *Handler) Register(mux *web.Mux) {
-	key := h.svc.ids.RequireKey
-	mux.Handle("GET", "/api/v1/organizations/current/info", key(web.HandlerFunc(h.getOrg)))
-	mux.Handle("PATCH", "/api/v1/organizations/current/info", key(web.HandlerFunc(h.patchOrg)))
-	mux.Handle("GET", "/api/v1/orgs/current/sso-settings", key(web.HandlerFunc(h.getSSODefaults)))
-	mux.Handle("PATCH", "/api/v1/orgs/current/sso-settings", key(web.HandlerFunc(h.patchSSODefaults)))
-	mux.Handle("GET", "/api/v1/orgs/current/invites", key(web.HandlerFunc(h.listInvites)))
-	mux.Handle("POST", "/api/v1/orgs/current/invites", key(web.HandlerFunc(h.createInvite)))
-	mux.Handle("DELETE", "/api/v1/orgs/current/invites/{invite_id}", key(web.HandlerFunc(h.revokeInvite)))
-	mux.Handle("GET", "/api/v1/orgs/current/members", key(web.HandlerFunc(h.listMembers)))
-	mux.Handle("POST", "/api/v1/orgs/current/members", key(web.HandlerFunc(h.createMember)))
-	mux.Handle("GET", "/api/v1/orgs/current/members/{member_id}", key(web.HandlerFunc(h.getMember)))
-	mux.Handle("PATCH", "/api/v1/orgs/current/members/{member_id}", key(web.HandlerFunc(h.patchMember)))
-	mux.Handle("DELETE", "/api/v1/orgs/current/members/{member_id}", key(web.HandlerFunc(h.deleteMember)))
-	mux.Handle("GET", "/api/v1/orgs/current/audit", key(web.HandlerFunc(h.listAudit)))
-	mux.Handle("GET", "/api/v1/orgs/current/scim-tokens", key(web.HandlerFunc(h.listSCIMTokens)))
-	mux.Handle("POST", "/api/v1/orgs/current/scim-tokens", key(web.HandlerFunc(h.createSCIMToken)))
-	mux.Handle("DELETE", "/api/v1/orgs/current/scim-tokens/{token_id}", key(web.HandlerFunc(h.revokeSCIMToken)))
-	mux.HandleFunc("POST", "/api/v1/sso/{sso_login_slug}/sign-in", h.signIn)
+// Routes is the "orgaccess" route group. Everything but reading the
+// organization and signing in is for organization admins; sign-in is
+// authenticated by the identity provider's relay, not an API key.
+var Routes = api.Group[*Handler]{
+	Name:        "orgaccess",
+	Description: "organization access: SSO settings, default SSO settings, invites, members, SSO sign-in decisions, SCIM tokens, audit",
+	Routes: []api.Route[*Handler]{
+		{Method: "GET", Path: "/api/v1/organizations/current/info", Summary: "Read the current organization", Auth: api.Key, Result: orgView{}, Handle: (*Handler).getOrg},
+		{Method: "PATCH", Path: "/api/v1/organizations/current/info", Summary: "Update jit_provisioning_enabled and invites_enabled", Auth: api.Key, Role: admin, Body: map[string]bool{}, Result: orgView{}, Handle: (*Handler).patchOrg},
+		{Method: "GET", Path: "/api/v1/orgs/current/sso-settings", Summary: "Read the default SSO settings", Auth: api.Key, Handle: (*Handler).getSSODefaults},
+		{Method: "PATCH", Path: "/api/v1/orgs/current/sso-settings", Summary: "Update the default SSO role and workspaces", Auth: api.Key, Role: admin, Handle: (*Handler).patchSSODefaults},
+		{Method: "GET", Path: "/api/v1/orgs/current/invites", Summary: "List pending invites", Auth: api.Key, Role: admin, Handle: (*Handler).listInvites},
+		{Method: "POST", Path: "/api/v1/orgs/current/invites", Summary: "Invite a user", Auth: api.Key, Role: admin, Status: http.StatusCreated, Handle: (*Handler).createInvite},
+		{Method: "DELETE", Path: "/api/v1/orgs/current/invites/{invite_id}", Summary: "Revoke an invite", Auth: api.Key, Role: admin, Status: http.StatusNoContent, Handle: (*Handler).revokeInvite},
+		{Method: "GET", Path: "/api/v1/orgs/current/members", Summary: "List members", Auth: api.Key, Role: admin, Handle: (*Handler).listMembers},
+		{Method: "POST", Path: "/api/v1/orgs/current/members", Summary: "Add a member", Auth: api.Key, Role: admin, Status: http.StatusCreated, Result: MemberView{}, Handle: (*Handler).createMember},
+		{Method: "GET", Path: "/api/v1/orgs/current/members/{member_id}", Summary: "Read a member", Auth: api.Key, Role: admin, Result: MemberView{}, Handle: (*Handler).getMember},
+		{Method: "PATCH", Path: "/api/v1/orgs/current/members/{member_id}", Summary: "Change a member's roles", Auth: api.Key, Role: admin, Result: MemberView{}, Handle: (*Handler).patchMember},
+		{Method: "DELETE", Path: "/api/v1/orgs/current/members/{member_id}", Summary: "Remove a member", Auth: api.Key, Role: admin, Status: http.StatusNoContent, Handle: (*Handler).deleteMember},
+		{Method: "GET", Path: "/api/v1/orgs/current/audit", Summary: "The audit trail", Auth: api.Key, Role: admin, Handle: (*Handler).listAudit},
+		{Method: "GET", Path: "/api/v1/orgs/current/scim-tokens", Summary: "List SCIM tokens", Auth: api.Key, Role: admin, Handle: (*Handler).listSCIMTokens},
+		{Method: "POST", Path: "/api/v1/orgs/current/scim-tokens", Summary: "Create a SCIM token (shown once)", Auth: api.Key, Role: admin, Status: http.StatusCreated, Result: createdToken{}, Handle: (*Handler).createSCIMToken},
+		{Method: "DELETE", Path: "/api/v1/orgs/current/scim-tokens/{token_id}", Summary: "Revoke a SCIM token", Auth: api.Key, Role: admin, Status: http.StatusNoContent, Handle: (*Handler).revokeSCIMToken},
+		{Method: "POST", Path: "/api/v1/sso/{sso_login_slug}/sign-in", Summary: "SSO sign-in decision", Auth: api.Own, Result: signInView{}, Handle: (*Handler).signIn},
+	},
 }
+
+const admin = identity.RoleAdmin
 
 func principal(r *http.Request) identity.Principal {
 	p, _ := identity.FromContext(r.Context())
@@ -143,9 +151,6 @@ func (h *Handler) getOrg(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) patchOrg(w http.ResponseWriter, r *http.Request) error {
 	p := principal(r)
-	if err := identity.NeedOrgAdmin(p); err != nil {
-		return err
-	}
 	var body map[string]json.RawMessage
 	if err := web.DecodeJSON(r, &body, false); err != nil {
 		return err
@@ -190,9 +195,6 @@ func (h *Handler) getSSODefaults(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) patchSSODefaults(w http.ResponseWriter, r *http.Request) error {
 	p := principal(r)
-	if err := identity.NeedOrgAdmin(p); err != nil {
-		return err
-	}
 	var body struct {
 		Role json.RawMessage `json:"default_workspace_role"`
 		IDs  json.RawMessage `json:"default_workspace_ids"`
@@ -290,9 +292,6 @@ func checkOrgRole(probs *web.Problems, role *identity.Role, def identity.Role) i
 
 func (h *Handler) createInvite(w http.ResponseWriter, r *http.Request) error {
 	p := principal(r)
-	if err := identity.NeedOrgAdmin(p); err != nil {
-		return err
-	}
 	var body struct {
 		Email      *string        `json:"email"`
 		OrgRole    *identity.Role `json:"org_role"`
@@ -321,9 +320,6 @@ func (h *Handler) createInvite(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) listInvites(w http.ResponseWriter, r *http.Request) error {
 	p := principal(r)
-	if err := identity.NeedOrgAdmin(p); err != nil {
-		return err
-	}
 	limit, cursor, err := pageParams(r)
 	if err != nil {
 		return err
@@ -350,9 +346,6 @@ func (h *Handler) revokeInvite(w http.ResponseWriter, r *http.Request) error {
 	p := principal(r)
 	id, err := web.PathUUID(r, "invite_id")
 	if err != nil {
-		return err
-	}
-	if err := identity.NeedOrgAdmin(p); err != nil {
 		return err
 	}
 	if _, err := h.svc.RevokeInvite(r.Context(), p.OrganizationID, id, ActorKey(p)); err != nil {
@@ -406,9 +399,6 @@ func (h *Handler) view(ctx context.Context, m Member) (MemberView, error) {
 
 func (h *Handler) listMembers(w http.ResponseWriter, r *http.Request) error {
 	p := principal(r)
-	if err := identity.NeedOrgAdmin(p); err != nil {
-		return err
-	}
 	limit, cursor, err := pageParams(r)
 	if err != nil {
 		return err
@@ -431,9 +421,6 @@ func (h *Handler) listMembers(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) createMember(w http.ResponseWriter, r *http.Request) error {
 	p := principal(r)
-	if err := identity.NeedOrgAdmin(p); err != nil {
-		return err
-	}
 	var body struct {
 		Email      *string        `json:"email"`
 		Name       string         `json:"name"`
@@ -473,7 +460,7 @@ func memberTarget(r *http.Request) (identity.Principal, string, error) {
 	if err != nil {
 		return p, "", err
 	}
-	return p, id, identity.NeedOrgAdmin(p)
+	return p, id, nil
 }
 
 // writeMember answers with the member's view.
@@ -595,9 +582,6 @@ func (h *Handler) deleteMember(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) listAudit(w http.ResponseWriter, r *http.Request) error {
 	p := principal(r)
-	if err := identity.NeedOrgAdmin(p); err != nil {
-		return err
-	}
 	limit, cursor, err := pageParams(r)
 	if err != nil {
 		return err
@@ -618,9 +602,6 @@ func (h *Handler) listAudit(w http.ResponseWriter, r *http.Request) error {
 
 func (h *Handler) listSCIMTokens(w http.ResponseWriter, r *http.Request) error {
 	p := principal(r)
-	if err := identity.NeedOrgAdmin(p); err != nil {
-		return err
-	}
 	ts, err := h.svc.SCIMTokens(r.Context(), p.OrganizationID)
 	if err != nil {
 		return err
@@ -637,9 +618,6 @@ type createdToken struct {
 
 func (h *Handler) createSCIMToken(w http.ResponseWriter, r *http.Request) error {
 	p := principal(r)
-	if err := identity.NeedOrgAdmin(p); err != nil {
-		return err
-	}
 	var body struct {
 		Description string `json:"description"`
 	}
@@ -661,9 +639,6 @@ func (h *Handler) revokeSCIMToken(w http.ResponseWriter, r *http.Request) error 
 	p := principal(r)
 	id, err := web.PathUUID(r, "token_id")
 	if err != nil {
-		return err
-	}
-	if err := identity.NeedOrgAdmin(p); err != nil {
 		return err
 	}
 	if err := h.svc.RevokeSCIMToken(r.Context(), p.OrganizationID, id, ActorKey(p)); err != nil {

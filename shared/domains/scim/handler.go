@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/domains/orgaccess"
+	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 )
@@ -44,26 +45,40 @@ func New(svc *orgaccess.Service) *Server { return &Server{svc: svc} }
 
 type scimHandler func(w http.ResponseWriter, r *http.Request, tok orgaccess.SCIMToken) error
 
-// Register adds the routes of the "scim" group in shared/routes.
-func (s *Server) Register(mux *web.Mux) {
-	h := func(method, path string, f scimHandler) { mux.Handle(method, Prefix+path, s.auth(f)) }
-	h("GET", "/ServiceProviderConfig", s.serviceProviderConfig)
-	h("GET", "/ResourceTypes", s.resourceTypes)
-	h("GET", "/ResourceTypes/{id}", s.resourceType)
-	h("GET", "/Schemas", s.schemas)
-	h("GET", "/Schemas/{id}", s.schema)
-	h("GET", "/Users", s.listUsers)
-	h("POST", "/Users", s.createUser)
-	h("GET", "/Users/{id}", s.getUser)
-	h("PUT", "/Users/{id}", s.putUser)
-	h("PATCH", "/Users/{id}", s.patchUser)
-	h("DELETE", "/Users/{id}", s.deleteUser)
-	h("GET", "/Groups", s.listGroups)
-	h("POST", "/Groups", s.createGroup)
-	h("GET", "/Groups/{id}", s.getGroup)
-	h("PUT", "/Groups/{id}", s.putGroup)
-	h("PATCH", "/Groups/{id}", s.patchGroup)
-	h("DELETE", "/Groups/{id}", s.deleteGroup)
+// Routes is the "scim" route group. SCIM routes authenticate with a SCIM
+// bearer token of the organization (api.Own), and answer errors in SCIM's
+// own shape.
+var Routes = api.Group[*Server]{
+	Name:        "scim",
+	Description: "SCIM 2.0 (RFC 7643/7644): Users, Groups and discovery, authenticated with per-organization SCIM tokens",
+	Routes: []api.Route[*Server]{
+		{Method: "GET", Path: Prefix + "/ServiceProviderConfig", Summary: "Service provider configuration", Auth: api.Own, Handle: withToken((*Server).serviceProviderConfig)},
+		{Method: "GET", Path: Prefix + "/ResourceTypes", Summary: "Resource types", Auth: api.Own, Handle: withToken((*Server).resourceTypes)},
+		{Method: "GET", Path: Prefix + "/ResourceTypes/{id}", Summary: "A resource type", Auth: api.Own, Handle: withToken((*Server).resourceType)},
+		{Method: "GET", Path: Prefix + "/Schemas", Summary: "Schemas", Auth: api.Own, Handle: withToken((*Server).schemas)},
+		{Method: "GET", Path: Prefix + "/Schemas/{id}", Summary: "A schema", Auth: api.Own, Handle: withToken((*Server).schema)},
+		{Method: "GET", Path: Prefix + "/Users", Summary: "List users (filter, paging)", Auth: api.Own, Handle: withToken((*Server).listUsers)},
+		{Method: "POST", Path: Prefix + "/Users", Summary: "Provision a user", Auth: api.Own, Status: http.StatusCreated, Handle: withToken((*Server).createUser)},
+		{Method: "GET", Path: Prefix + "/Users/{id}", Summary: "Read a user", Auth: api.Own, Handle: withToken((*Server).getUser)},
+		{Method: "PUT", Path: Prefix + "/Users/{id}", Summary: "Replace a user", Auth: api.Own, Handle: withToken((*Server).putUser)},
+		{Method: "PATCH", Path: Prefix + "/Users/{id}", Summary: "Patch a user", Auth: api.Own, Handle: withToken((*Server).patchUser)},
+		{Method: "DELETE", Path: Prefix + "/Users/{id}", Summary: "Deprovision a user", Auth: api.Own, Status: http.StatusNoContent, Handle: withToken((*Server).deleteUser)},
+		{Method: "GET", Path: Prefix + "/Groups", Summary: "List groups", Auth: api.Own, Handle: withToken((*Server).listGroups)},
+		{Method: "POST", Path: Prefix + "/Groups", Summary: "Create a group", Auth: api.Own, Status: http.StatusCreated, Handle: withToken((*Server).createGroup)},
+		{Method: "GET", Path: Prefix + "/Groups/{id}", Summary: "Read a group", Auth: api.Own, Handle: withToken((*Server).getGroup)},
+		{Method: "PUT", Path: Prefix + "/Groups/{id}", Summary: "Replace a group", Auth: api.Own, Handle: withToken((*Server).putGroup)},
+		{Method: "PATCH", Path: Prefix + "/Groups/{id}", Summary: "Patch a group", Auth: api.Own, Handle: withToken((*Server).patchGroup)},
+		{Method: "DELETE", Path: Prefix + "/Groups/{id}", Summary: "Delete a group", Auth: api.Own, Status: http.StatusNoContent, Handle: withToken((*Server).deleteGroup)},
+	},
+}
+
+// withToken adapts a SCIM handler to a route: the token is checked first,
+// and errors are written in SCIM's shape.
+func withToken(f func(*Server, http.ResponseWriter, *http.Request, orgaccess.SCIMToken) error) func(*Server, http.ResponseWriter, *http.Request) error {
+	return func(s *Server, w http.ResponseWriter, r *http.Request) error {
+		s.auth(func(w http.ResponseWriter, r *http.Request, tok orgaccess.SCIMToken) error { return f(s, w, r, tok) }).ServeHTTP(w, r)
+		return nil
+	}
 }
 
 func unauthorized(detail string) *Error {

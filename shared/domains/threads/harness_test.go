@@ -20,6 +20,7 @@ import (
 	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
+	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 	"github.com/google/uuid"
 	"gocloud.dev/blob"
@@ -153,7 +154,7 @@ func newEnv(t testing.TB) *env {
 	e.res.set(threads.Target{DeploymentID: e.otherDep, WorkspaceID: ows.ID, Status: "READY", ActiveRevisionID: rev})
 
 	mux := web.NewMux()
-	threads.NewHandler(e.svc, e.res, e.ids).Register(mux)
+	api.Mount(mux, threads.Routes, threads.NewHandler(e.svc, e.res, e.ids), api.Edge{Auth: e.ids})
 	e.srv = httptest.NewServer(web.Chain(mux, web.Observe(slog.New(slog.NewTextHandler(io.Discard, nil))), web.MaxBody(web.MaxBodyBytes)))
 	t.Cleanup(func() {
 		e.srv.Close()

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/agentplane/agentplane/shared/domains/identity"
+	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
@@ -17,9 +18,9 @@ import (
 // {base}/deployments/{deployment_id}.
 const Prefix = "/deployments/{deployment_id}"
 
-// Authenticator checks API keys (identity.Service).
-type Authenticator interface {
-	AuthenticateRequest(r *http.Request) (identity.Principal, error)
+// Workspaces tells which organization a workspace belongs to
+// (identity.Service).
+type Workspaces interface {
 	Workspace(ctx context.Context, id string) (identity.Workspace, error)
 }
 
@@ -29,53 +30,37 @@ const RetryAfterSeconds = 10
 
 // Handler serves the thread API.
 type Handler struct {
-	svc  *Service
-	res  Resolver
-	auth Authenticator
+	svc *Service
+	res Resolver
+	ws  Workspaces
 }
 
 // NewHandler returns the HTTP handler of svc.
-func NewHandler(svc *Service, res Resolver, auth Authenticator) *Handler {
-	return &Handler{svc: svc, res: res, auth: auth}
+func NewHandler(svc *Service, res Resolver, ws Workspaces) *Handler {
+	return &Handler{svc: svc, res: res, ws: ws}
 }
 
-// Routes lists the thread API's routes (method, path below Prefix).
-var Routes = [][2]string{
-	{"POST", "/threads"},
-	{"POST", "/threads/search"},
-	{"POST", "/threads/count"},
-	{"GET", "/threads/{thread_id}"},
-	{"PATCH", "/threads/{thread_id}"},
-	{"DELETE", "/threads/{thread_id}"},
-	{"POST", "/threads/{thread_id}/copy"},
-	{"GET", "/threads/{thread_id}/state"},
-	{"POST", "/threads/{thread_id}/state"},
-	{"GET", "/threads/{thread_id}/state/{checkpoint_id}"},
-	{"POST", "/threads/{thread_id}/state/checkpoint"},
-	{"GET", "/threads/{thread_id}/history"},
-	{"POST", "/threads/{thread_id}/history"},
-}
-
-// Register adds the routes to mux.
-func (h *Handler) Register(mux *web.Mux) {
-	hs := map[string]web.HandlerFunc{
-		"POST /threads":                                  h.create,
-		"POST /threads/search":                           h.search,
-		"POST /threads/count":                            h.count,
-		"GET /threads/{thread_id}":                       h.get,
-		"PATCH /threads/{thread_id}":                     h.patch,
-		"DELETE /threads/{thread_id}":                    h.delete,
-		"POST /threads/{thread_id}/copy":                 h.copy,
-		"GET /threads/{thread_id}/state":                 h.getState,
-		"POST /threads/{thread_id}/state":                h.updateState,
-		"GET /threads/{thread_id}/state/{checkpoint_id}": h.getStateAt,
-		"POST /threads/{thread_id}/state/checkpoint":     h.getStateCheckpoint,
-		"GET /threads/{thread_id}/history":               h.historyGet,
-		"POST /threads/{thread_id}/history":              h.historyPost,
-	}
-	for _, r := range Routes {
-		mux.HandleFunc(r[0], Prefix+r[1], hs[r[0]+" "+r[1]])
-	}
+// Routes is the "threads" route group: the thread API under each
+// deployment URL. The edge authenticates the key at organization scope;
+// scope then narrows it to the deployment's workspace.
+var Routes = api.Group[*Handler]{
+	Name:        "threads",
+	Description: "the thread API of deployed agent servers, under each deployment URL",
+	Routes: []api.Route[*Handler]{
+		{Method: "POST", Path: Prefix + "/threads", Summary: "Create a thread (optionally from supersteps)", Auth: api.Key, Body: createBody{}, Result: Thread{}, Handle: (*Handler).create},
+		{Method: "POST", Path: Prefix + "/threads/search", Summary: "Search threads", Auth: api.Key, Body: searchBody{}, Result: []Thread{}, Handle: (*Handler).search},
+		{Method: "POST", Path: Prefix + "/threads/count", Summary: "Count threads", Auth: api.Key, Body: countBody{}, Result: 0, Handle: (*Handler).count},
+		{Method: "GET", Path: Prefix + "/threads/{thread_id}", Summary: "Read a thread", Auth: api.Key, Result: Thread{}, Handle: (*Handler).get},
+		{Method: "PATCH", Path: Prefix + "/threads/{thread_id}", Summary: "Update a thread's metadata or TTL", Auth: api.Key, Body: patchBody{}, Result: Thread{}, Handle: (*Handler).patch},
+		{Method: "DELETE", Path: Prefix + "/threads/{thread_id}", Summary: "Delete a thread", Auth: api.Key, Status: http.StatusNoContent, Handle: (*Handler).delete},
+		{Method: "POST", Path: Prefix + "/threads/{thread_id}/copy", Summary: "Copy a thread with its history", Auth: api.Key, Result: Thread{}, Handle: (*Handler).copy},
+		{Method: "GET", Path: Prefix + "/threads/{thread_id}/state", Summary: "Current state", Auth: api.Key, Result: State{}, Handle: (*Handler).getState},
+		{Method: "POST", Path: Prefix + "/threads/{thread_id}/state", Summary: "Update the state", Auth: api.Key, Body: updateStateBody{}, Result: map[string]any{}, Handle: (*Handler).updateState},
+		{Method: "GET", Path: Prefix + "/threads/{thread_id}/state/{checkpoint_id}", Summary: "State at a checkpoint", Auth: api.Key, Result: State{}, Handle: (*Handler).getStateAt},
+		{Method: "POST", Path: Prefix + "/threads/{thread_id}/state/checkpoint", Summary: "State at a checkpoint (body)", Auth: api.Key, Body: map[string]any{}, Result: State{}, Handle: (*Handler).getStateCheckpoint},
+		{Method: "GET", Path: Prefix + "/threads/{thread_id}/history", Summary: "History, newest first", Auth: api.Key, Query: []api.Param{{Name: "limit", Type: "integer"}, {Name: "before", Type: "string"}}, Result: []State{}, Handle: (*Handler).historyGet},
+		{Method: "POST", Path: Prefix + "/threads/{thread_id}/history", Summary: "History, newest first (filtered)", Auth: api.Key, Body: historyBody{}, Result: []State{}, Handle: (*Handler).historyPost},
+	},
 }
 
 // scope resolves and authorizes the deployment of a request: 422 for a
@@ -87,10 +72,7 @@ func (h *Handler) scope(r *http.Request, write bool) (Target, error) {
 	if err != nil {
 		return Target{}, err
 	}
-	p, err := h.auth.AuthenticateRequest(r)
-	if err != nil {
-		return Target{}, err
-	}
+	p := api.Caller(r)
 	notFound := web.NotFound("Deployment %s not found", dep)
 	tgt, err := h.res.ThreadTarget(r.Context(), dep)
 	if errors.Is(err, ErrDeploymentNotFound) {
@@ -103,7 +85,7 @@ func (h *Handler) scope(r *http.Request, write bool) (Target, error) {
 	if !ok {
 		return Target{}, notFound
 	}
-	ws, err := h.auth.Workspace(r.Context(), tgt.WorkspaceID)
+	ws, err := h.ws.Workspace(r.Context(), tgt.WorkspaceID)
 	if errors.Is(err, identity.ErrNotFound) || err == nil && ws.OrganizationID != p.OrganizationID {
 		return Target{}, notFound
 	}

@@ -203,3 +203,16 @@ func (s *Service) purgeThread(ctx context.Context, dep, tid string) error {
 	}
 	return fmt.Errorf("threads: thread %s kept changing during the purge", tid)
 }
+
+// HandleDeploymentDeleted consumes the control plane's deployment-deleted
+// event ({"deployment_id": ...}): the deployment's threads go with it.
+func (s *Service) HandleDeploymentDeleted(ctx context.Context, raw json.RawMessage) error {
+	var m struct {
+		DeploymentID string `json:"deployment_id"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil || m.DeploymentID == "" {
+		s.log.Error("threads: dropping malformed deployment-deleted message")
+		return nil
+	}
+	return s.PurgeDeployment(ctx, m.DeploymentID)
+}

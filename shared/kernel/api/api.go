@@ -153,7 +153,7 @@ func (g Group[H]) Specs() []Spec {
 // identity domain implements it).
 type Authenticator interface {
 	// Authenticate returns the caller at organization scope, or a 401.
-	Authenticate(r *http.Request) (auth.Principal, error)
+	AuthenticateRequest(r *http.Request) (auth.Principal, error)
 	// InWorkspace narrows p to the workspace the request selects
 	// (X-Tenant-Id, or the key's only workspace), or answers why not.
 	InWorkspace(r *http.Request, p auth.Principal) (auth.Principal, error)
@@ -190,7 +190,7 @@ func (e Edge) authenticate(s Spec, next http.Handler) http.Handler {
 		return next
 	}
 	return web.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
-		p, err := e.Auth.Authenticate(r)
+		p, err := e.Auth.AuthenticateRequest(r)
 		if err != nil {
 			return err
 		}

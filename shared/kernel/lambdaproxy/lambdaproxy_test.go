@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"testing"
@@ -15,10 +14,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/agentplane/agentplane/shared/kernel/lambdaproxy"
-	"github.com/agentplane/agentplane/shared/server"
 )
-
-const adminKey = "ap_test_admin_key_0123456789abcdef"
 
 // event loads a proxy event as API Gateway sends it to the function.
 func event(t *testing.T, name string) events.APIGatewayProxyRequest {
@@ -34,126 +30,11 @@ func event(t *testing.T, name string) events.APIGatewayProxyRequest {
 	return ev
 }
 
-// withKey replaces the X-Api-Key header in both header maps.
-func withKey(ev events.APIGatewayProxyRequest, key string) events.APIGatewayProxyRequest {
-	h := map[string]string{}
-	for k, v := range ev.Headers {
-		h[k] = v
-	}
-	mh := map[string][]string{}
-	for k, v := range ev.MultiValueHeaders {
-		mh[k] = v
-	}
-	h["X-Api-Key"], mh["X-Api-Key"] = key, []string{key}
-	ev.Headers, ev.MultiValueHeaders = h, mh
-	return ev
-}
-
-func withPath(ev events.APIGatewayProxyRequest, resource, path string) events.APIGatewayProxyRequest {
-	ev.Resource, ev.Path = resource, path
-	ev.RequestContext.ResourcePath = resource
-	ev.RequestContext.Path = "/" + ev.RequestContext.Stage + path
-	return ev
-}
-
 func header(resp events.APIGatewayProxyResponse, name string) string {
 	if v := resp.MultiValueHeaders[http.CanonicalHeaderKey(name)]; len(v) > 0 {
 		return v[0]
 	}
 	return resp.Headers[name]
-}
-
-func detail(t *testing.T, resp events.APIGatewayProxyResponse) string {
-	t.Helper()
-	var body struct {
-		Detail string `json:"detail"`
-	}
-	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
-		t.Fatalf("body %q is not {\"detail\": ...}: %v", resp.Body, err)
-	}
-	return body.Detail
-}
-
-// The platform group's real handler, as its Lambda function serves it.
-func TestPlatformGroupThroughProxy(t *testing.T) {
-	cfg := server.Config{Mode: server.ModeLocal, DataDir: t.TempDir(), Addr: "127.0.0.1:0", Region: "us",
-		BootstrapAPIKey: adminKey, SelfHostedJITEnabled: true, LogLevel: "error"}
-	app, err := server.NewWithLogger(context.Background(), cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer app.Close()
-	if _, err := app.Bootstrap(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	h, err := app.GroupHandler("platform")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fn := lambdaproxy.Handler(h)
-	ctx := context.Background()
-
-	t.Run("authorized list", func(t *testing.T) {
-		resp, err := fn(ctx, withKey(event(t, "get-workspaces.json"), adminKey))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("status %d, body %s", resp.StatusCode, resp.Body)
-		}
-		if ct := header(resp, "Content-Type"); ct != "application/json" {
-			t.Errorf("Content-Type %q", ct)
-		}
-		if header(resp, "X-Request-Id") == "" {
-			t.Error("no X-Request-Id header")
-		}
-		var list []map[string]any
-		if err := json.Unmarshal([]byte(resp.Body), &list); err != nil || len(list) == 0 {
-			t.Fatalf("body %q: %v", resp.Body, err)
-		}
-		if resp.IsBase64Encoded {
-			t.Error("JSON body sent as base64")
-		}
-	})
-
-	t.Run("unknown key", func(t *testing.T) {
-		resp, err := fn(ctx, event(t, "get-workspaces.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Fatalf("status %d, body %s", resp.StatusCode, resp.Body)
-		}
-		if detail(t, resp) == "" {
-			t.Error("empty detail")
-		}
-	})
-
-	t.Run("health", func(t *testing.T) {
-		resp, err := fn(ctx, withPath(event(t, "get-workspaces.json"), "/health", "/health"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != http.StatusOK || resp.Body != `{"status":"ok"}`+"\n" && resp.Body != `{"status":"ok"}` {
-			t.Fatalf("status %d, body %q", resp.StatusCode, resp.Body)
-		}
-	})
-
-	t.Run("not found", func(t *testing.T) {
-		resp, err := fn(ctx, withPath(event(t, "get-workspaces.json"), "/{proxy+}", "/api/v1/nothing-here"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if resp.StatusCode != http.StatusNotFound {
-			t.Fatalf("status %d, body %s", resp.StatusCode, resp.Body)
-		}
-		if ct := header(resp, "Content-Type"); ct != "application/json" {
-			t.Errorf("Content-Type %q", ct)
-		}
-		if d := detail(t, resp); d != "Not Found" {
-			t.Errorf("detail %q", d)
-		}
-	})
 }
 
 // A binary request body arrives base64-encoded and is decoded for the

@@ -14,9 +14,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentplane/agentplane/shared/compose"
+	"github.com/agentplane/agentplane/shared/compose/local"
 	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/domains/scim"
-	"github.com/agentplane/agentplane/shared/server"
 )
 
 // AdminKey is the bootstrap admin key of the default organization.
@@ -45,16 +46,16 @@ type Env struct {
 func New(t testing.TB, opts Options) *Env {
 	t.Helper()
 	ctx := context.Background()
-	cfg := server.Config{
-		Mode: server.ModeLocal, DataDir: t.TempDir(), Addr: "127.0.0.1:0", Region: "us",
+	cfg := compose.Config{
+		Mode: compose.ModeLocal, DataDir: t.TempDir(), Addr: "127.0.0.1:0", Region: "us",
 		BootstrapAPIKey: AdminKey, AllowLocalRepos: true, LogLevel: "error",
 		SelfHosted: opts.SelfHosted, SelfHostedJITEnabled: !opts.JITDisabled,
 	}
-	app, err := server.NewWithLogger(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	app, err := local.New(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := app.Bootstrap(ctx)
+	b, err := app.P.Identity.Bootstrap(ctx, app.P.Config.BootstrapAPIKey)
 	if err != nil {
 		app.Close()
 		t.Fatal(err)
@@ -66,7 +67,7 @@ func New(t testing.TB, opts Options) *Env {
 			t.Errorf("close app: %v", err)
 		}
 	})
-	return &Env{t: t, URL: srv.URL, Org: b.Organization, Workspace: b.Workspace, IDs: app.Deps().Identity}
+	return &Env{t: t, URL: srv.URL, Org: b.Organization, Workspace: b.Workspace, IDs: app.P.Identity}
 }
 
 // Response is a decoded HTTP response.

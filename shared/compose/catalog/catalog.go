@@ -1,0 +1,59 @@
+// Package catalog lists every route group. The local all-in-one server
+// builds them all; the CDK app, the OpenAPI document and the docs read
+// their declarations. Lambda functions never import it: each links only its
+// own group's package.
+package catalog
+
+import (
+	"github.com/agentplane/agentplane/shared/compose"
+	"github.com/agentplane/agentplane/shared/compose/buildgroup"
+	"github.com/agentplane/agentplane/shared/compose/controlplanegroup"
+	"github.com/agentplane/agentplane/shared/compose/orgaccessgroup"
+	"github.com/agentplane/agentplane/shared/compose/platformgroup"
+	"github.com/agentplane/agentplane/shared/compose/scimgroup"
+	"github.com/agentplane/agentplane/shared/compose/threadsgroup"
+	"github.com/agentplane/agentplane/shared/kernel/api"
+)
+
+// Groups returns every group, in build order.
+func Groups() []compose.Group {
+	return []compose.Group{
+		platformgroup.Group,
+		controlplanegroup.Group,
+		buildgroup.Group,
+		threadsgroup.Group,
+		orgaccessgroup.Group,
+		scimgroup.Group,
+	}
+}
+
+// Lookup returns the group with that name.
+func Lookup(name string) (compose.Group, bool) {
+	for _, g := range Groups() {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return compose.Group{}, false
+}
+
+// Routes returns every route of every group.
+func Routes() []api.Spec {
+	var out []api.Spec
+	for _, g := range Groups() {
+		out = append(out, g.Routes...)
+	}
+	return out
+}
+
+// Consumer returns the group that consumes topic.
+func Consumer(topic string) (compose.Group, bool) {
+	for _, g := range Groups() {
+		for _, t := range g.Consumes {
+			if t == topic {
+				return g, true
+			}
+		}
+	}
+	return compose.Group{}, false
+}
