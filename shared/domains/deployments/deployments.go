@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentplane/agentplane/shared/kernel/fault"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/kernel/store"
-	"github.com/agentplane/agentplane/shared/kernel/web"
 	"github.com/google/uuid"
 )
 
@@ -23,9 +23,9 @@ func secretAAD(dep, name string) string { return "deployment/" + dep + "/secret/
 func (s *Service) sourceAllowed(src Source) error {
 	switch {
 	case src == SourceRepoHost && !s.o.RepoHost:
-		return web.BadRequest("Source repo_host is only available on the hosted (cloud) service; self-hosted installations deploy external_container images.")
+		return fault.Bad("Source repo_host is only available on the hosted (cloud) service; self-hosted installations deploy external_container images.")
 	case src == SourceExternalContainer && !s.o.ExternalContainer:
-		return web.BadRequest("Source external_container is only available on self-hosted installations; the hosted service deploys repo_host repositories.")
+		return fault.Bad("Source external_container is only available on self-hosted installations; the hosted service deploys repo_host repositories.")
 	}
 	return nil
 }
@@ -54,7 +54,7 @@ func resolveSecrets(in []secretInput, fresh map[string]string, stored []sealedSe
 	for _, s := range stored {
 		old[s.Name] = s.Sealed
 	}
-	var p web.Problems
+	var p fault.Problems
 	out := make([]sealedSecret, 0, len(in))
 	for i, sec := range in {
 		if !sec.Keep {
@@ -131,7 +131,7 @@ func (s *Service) enqueueBuild(ctx context.Context, r *revision) {
 
 // Create creates a deployment and its first revision (workspace ws).
 func (s *Service) Create(ctx context.Context, ws string, req DeploymentRequest) (Deployment, error) {
-	var p web.Problems
+	var p fault.Problems
 	name := checkName(&p, loc("body", "name"), req.Name)
 	var src Source
 	switch {
@@ -237,7 +237,7 @@ func (s *Service) Create(ctx context.Context, ws string, req DeploymentRequest) 
 		})
 		var tce *store.TxConditionError
 		if errors.As(err, &tce) && tce.Index == 0 {
-			return web.Conflict("A deployment named '%s' already exists in this workspace.", name)
+			return fault.Clash("A deployment named '%s' already exists in this workspace.", name)
 		}
 		return err
 	})
@@ -254,7 +254,7 @@ func boolPtr(b bool) *bool          { return &b }
 // resolveIntegration fills a create's integration_id (the workspace's seeded
 // integration when absent), checks that it belongs to the workspace, and
 // checks repo_url against what the integration may read.
-func (s *Service) resolveIntegration(ctx context.Context, ws string, sc *SourceConfig, p *web.Problems) error {
+func (s *Service) resolveIntegration(ctx context.Context, ws string, sc *SourceConfig, p *fault.Problems) error {
 	l := loc("body", "source_config")
 	var in Integration
 	if sc.IntegrationID == nil {
@@ -360,7 +360,7 @@ func (s *Service) List(ctx context.Context, ws string, f ListFilter, limit, offs
 // Patch updates a deployment. A non-null repo_ref, graph_config_path,
 // image_uri, secrets or resource_spec creates a new revision.
 func (s *Service) Patch(ctx context.Context, ws, id string, req DeploymentRequest) (Deployment, error) {
-	var p web.Problems
+	var p fault.Problems
 	immutable(&p, loc("body", "name"), req.Name != nil)
 	immutable(&p, loc("body", "source"), req.Source != nil)
 	checkImageVersion(&p, loc("body", "image_version"), req.ImageVersion)
@@ -396,7 +396,7 @@ func (s *Service) Patch(ctx context.Context, ws, id string, req DeploymentReques
 			return err
 		}
 		if d.Status == StatusAwaitingDelete {
-			return web.BadRequest("Deployment ID %s is being deleted.", id)
+			return fault.Bad("Deployment ID %s is being deleted.", id)
 		}
 		now := s.now()
 		d.UpdatedAt = now
@@ -434,7 +434,7 @@ func (s *Service) Patch(ctx context.Context, ws, id string, req DeploymentReques
 			if sc == nil || sc.BuildOnPush == nil {
 				l = loc("body", "source_revision_config", "repo_ref")
 			}
-			return web.Invalid(l, "build_on_push cannot be true while repo_ref is a tag (refs/tags/...): tags do not move", "value_error")
+			return fault.Invalid(l, "build_on_push cannot be true while repo_ref is a tag (refs/tags/...): tags do not move", "value_error")
 		}
 		if !makesRevision {
 			if _, err := s.st.Put(ctx, s.depItem(d), store.HasVersion(v)); err != nil {
@@ -487,7 +487,7 @@ func (s *Service) Redeploy(ctx context.Context, ws, depID, revID string) (Deploy
 			return err
 		}
 		if d.Status == StatusAwaitingDelete {
-			return web.BadRequest("Deployment ID %s is being deleted.", depID)
+			return fault.Bad("Deployment ID %s is being deleted.", depID)
 		}
 		target, _, err := s.loadRevision(ctx, depID, revID)
 		if errors.Is(err, errRevisionMissing) {
@@ -497,7 +497,7 @@ func (s *Service) Redeploy(ctx context.Context, ws, depID, revID string) (Deploy
 			return err
 		}
 		if !target.Status.Terminal() {
-			return web.BadRequest("Revision ID %s is still in progress (status %s); wait for it to finish before redeploying it.", revID, target.Status)
+			return fault.Bad("Revision ID %s is still in progress (status %s); wait for it to finish before redeploying it.", revID, target.Status)
 		}
 		now := s.now()
 		sup, err := s.supersedeOp(ctx, d, now, "Superseded by a redeploy of revision "+revID)
@@ -574,7 +574,7 @@ func parseRevisionStatuses(raw string) (map[RevisionStatus]bool, error) {
 			for i, k := range revisionStatuses {
 				names[i] = string(k)
 			}
-			return nil, web.Invalid(loc("query", "status"), "Each status should be one of "+strings.Join(names, ", "), "enum")
+			return nil, fault.Invalid(loc("query", "status"), "Each status should be one of "+strings.Join(names, ", "), "enum")
 		}
 		out[st] = true
 	}

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentplane/agentplane/shared/kernel/fault"
 	"strings"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/kernel/store"
-	"github.com/agentplane/agentplane/shared/kernel/web"
 	"github.com/google/uuid"
 )
 
@@ -61,7 +61,7 @@ func lisItem(l storedListener) store.Item {
 		Indexes: map[string]store.IndexKey{idxList: {PK: "lisws#" + l.WorkspaceID, SK: ts(l.CreatedAt) + "#" + l.ID}}}
 }
 
-func checkComputeConfig(p *web.Problems, l []any, cc *ComputeConfig) {
+func checkComputeConfig(p *fault.Problems, l []any, cc *ComputeConfig) {
 	if cc == nil {
 		return
 	}
@@ -80,19 +80,19 @@ func checkComputeConfig(p *web.Problems, l []any, cc *ComputeConfig) {
 	}
 }
 
-func checkListenerVersion(p *web.Problems, l []any, v *string) {
+func checkListenerVersion(p *fault.Problems, l []any, v *string) {
 	if v != nil && (len(*v) > maxListenerVerLen || hasControl(*v)) {
 		p.Add(l, fmt.Sprintf("version must have at most %d characters", maxListenerVerLen), "value_error")
 	}
 }
 
 func (s *Service) listenersForbidden(ws string) error {
-	return web.Forbidden("Listeners cannot be created for workspace ID '%s'. Creating listeners is only allowed on self-hosted installations.", ws)
+	return fault.Denied("Listeners cannot be created for workspace ID '%s'. Creating listeners is only allowed on self-hosted installations.", ws)
 }
 
 // CreateListener registers a listener in workspace ws.
 func (s *Service) CreateListener(ctx context.Context, ws string, req ListenerRequest) (Listener, error) {
-	var p web.Problems
+	var p fault.Problems
 	l := loc("body")
 	if req.ComputeType == nil {
 		p.Add(with(l, "compute_type"), "Field required", "missing")
@@ -125,7 +125,7 @@ func (s *Service) CreateListener(ctx context.Context, ws string, req ListenerReq
 		{Kind: store.OpPut, Item: lisItem(sl), Cond: store.NotExists()},
 	})
 	if errors.Is(err, store.ErrConditionFailed) {
-		return Listener{}, web.Conflict("Listener for workspace ID '%s' and compute ID '%s' already exists.", ws, sl.ComputeID)
+		return Listener{}, fault.Clash("Listener for workspace ID '%s' and compute ID '%s' already exists.", ws, sl.ComputeID)
 	}
 	if err != nil {
 		return Listener{}, apiError(err)
@@ -159,7 +159,7 @@ func (s *Service) GetListener(ctx context.Context, ws, id string) (Listener, err
 
 // PatchListener changes a listener's version or compute configuration.
 func (s *Service) PatchListener(ctx context.Context, ws, id string, req ListenerRequest) (Listener, error) {
-	var p web.Problems
+	var p fault.Problems
 	immutable(&p, loc("body", "compute_type"), req.ComputeType != nil)
 	immutable(&p, loc("body", "compute_id"), req.ComputeID != nil)
 	checkComputeConfig(&p, loc("body", "compute_config"), req.ComputeConfig)
@@ -206,14 +206,14 @@ func (s *Service) DeleteListener(ctx context.Context, ws, id string) error {
 		return err
 	}
 	if users > 0 {
-		return web.Conflict("Listener ID %s is used by %d deployment(s); delete them first.", id, users)
+		return fault.Clash("Listener ID %s is used by %d deployment(s); delete them first.", id, users)
 	}
 	err = s.st.Transact(ctx, []store.TxOp{
 		{Kind: store.OpDelete, Key: lisKey(id), Cond: store.HasVersion(v)},
 		{Kind: store.OpDelete, Key: computeKey(ws, sl.ComputeID)},
 	})
 	if errors.Is(err, store.ErrConditionFailed) {
-		return web.Conflict("Listener ID %s changed while it was being deleted; retry.", id)
+		return fault.Clash("Listener ID %s changed while it was being deleted; retry.", id)
 	}
 	return err
 }
@@ -252,14 +252,14 @@ func (s *Service) Listeners(ctx context.Context, ws string, limit, offset int) (
 // checkListenerRef checks a create's listener_id and listener_config
 // against the workspace's listener: it must exist, and a k8s namespace must
 // be one the listener offers (when it lists any).
-func (s *Service) checkListenerRef(ctx context.Context, ws string, sc *SourceConfig, p *web.Problems) error {
+func (s *Service) checkListenerRef(ctx context.Context, ws string, sc *SourceConfig, p *fault.Problems) error {
 	if sc.ListenerID == nil {
 		return nil
 	}
 	l := loc("body", "source_config")
 	sl, _, err := s.loadListener(ctx, ws, *sc.ListenerID)
-	var we *web.Error
-	if errors.As(err, &we) {
+	var fe *fault.Error
+	if errors.As(err, &fe) && fe.Kind == fault.NotFound {
 		p.Add(with(l, "listener_id"), "No listener "+*sc.ListenerID+" in this workspace (see GET /v2/listeners)", "value_error")
 		return nil
 	}

@@ -19,14 +19,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentplane/agentplane/shared/kernel/fault"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/kernel/secrets"
 	"github.com/agentplane/agentplane/shared/kernel/store"
-	"github.com/agentplane/agentplane/shared/kernel/web"
 	"gocloud.dev/blob"
 )
 
@@ -222,9 +221,9 @@ func (s *Service) loadRevision(ctx context.Context, dep, id string) (*revision, 
 }
 
 // notFound answers the interface's 404 bodies.
-func deploymentNotFound(id string) error { return web.NotFound("Deployment ID %s not found.", id) }
-func revisionNotFound(id string) error   { return web.NotFound("Revision ID %s not found.", id) }
-func listenerNotFound(id string) error   { return web.NotFound("Listener ID %s not found.", id) }
+func deploymentNotFound(id string) error { return fault.Missing("Deployment ID %s not found.", id) }
+func revisionNotFound(id string) error   { return fault.Missing("Revision ID %s not found.", id) }
+func listenerNotFound(id string) error   { return fault.Missing("Listener ID %s not found.", id) }
 
 // deploymentFor loads a deployment of workspace ws, answering 404 for a
 // missing one and for one of another workspace alike.
@@ -261,9 +260,9 @@ func apiError(err error) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, errContention):
-		return &web.Error{Status: http.StatusServiceUnavailable, Detail: "Too many concurrent changes to this deployment, retry", Header: http.Header{"Retry-After": {"1"}}}
+		return fault.Busy(1, "Too many concurrent changes to this deployment, retry")
 	case errors.Is(err, store.ErrTooLarge):
-		return web.Errorf(http.StatusRequestEntityTooLarge, "The deployment configuration is too large to store (the limit is %d KB)", store.MaxItemSize/1024)
+		return fault.Oversize("The deployment configuration is too large to store (the limit is %d KB)", store.MaxItemSize/1024)
 	}
 	return err
 }

@@ -2,6 +2,7 @@ package deployments
 
 import (
 	"fmt"
+	"github.com/agentplane/agentplane/shared/kernel/fault"
 	"math"
 	"net/url"
 	"path"
@@ -125,7 +126,7 @@ func isQualifiedName(s string) bool {
 }
 
 // checkName validates a deployment name.
-func checkName(p *web.Problems, l []any, name *string) string {
+func checkName(p *fault.Problems, l []any, name *string) string {
 	if name == nil {
 		p.Add(l, "Field required", "missing")
 		return ""
@@ -144,7 +145,7 @@ func checkName(p *web.Problems, l []any, name *string) string {
 
 // checkRepoRef validates a branch name or a refs/tags/ ref (git's
 // check-ref-format rules, simplified).
-func checkRepoRef(p *web.Problems, l []any, ref string) {
+func checkRepoRef(p *fault.Problems, l []any, ref string) {
 	name := ref
 	if strings.HasPrefix(ref, "refs/") {
 		t, ok := strings.CutPrefix(ref, "refs/tags/")
@@ -177,7 +178,7 @@ func checkRepoRef(p *web.Problems, l []any, ref string) {
 func isTagRef(ref *string) bool { return ref != nil && strings.HasPrefix(*ref, "refs/tags/") }
 
 // cleanConfigPath validates graph_config_path and returns it cleaned.
-func cleanConfigPath(p *web.Problems, l []any, raw string) string {
+func cleanConfigPath(p *fault.Problems, l []any, raw string) string {
 	if raw == "" || len(raw) > maxConfigPathLen || hasControl(raw) || strings.Contains(raw, "\\") {
 		p.Add(l, "graph_config_path must be a non-empty relative path to a JSON file", "value_error")
 		return raw
@@ -194,7 +195,7 @@ func cleanConfigPath(p *web.Problems, l []any, raw string) string {
 }
 
 // checkImageRef validates an OCI image reference.
-func checkImageRef(p *web.Problems, l []any, s string) {
+func checkImageRef(p *fault.Problems, l []any, s string) {
 	if s == "" {
 		p.Add(l, "Image reference must not be empty", "value_error")
 		return
@@ -204,14 +205,14 @@ func checkImageRef(p *web.Problems, l []any, s string) {
 	}
 }
 
-func checkHTTPURL(p *web.Problems, l []any, s string) {
+func checkHTTPURL(p *fault.Problems, l []any, s string) {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(s) > 2048 || hasControl(s) {
 		p.Add(l, "Input should be an absolute http or https URL", "url_parsing")
 	}
 }
 
-func checkUUID(p *web.Problems, l []any, s *string) {
+func checkUUID(p *fault.Problems, l []any, s *string) {
 	if s == nil {
 		return
 	}
@@ -223,7 +224,7 @@ func checkUUID(p *web.Problems, l []any, s *string) {
 	*s = id
 }
 
-func checkCommand(p *web.Problems, l []any, s *string) {
+func checkCommand(p *fault.Problems, l []any, s *string) {
 	if s == nil {
 		return
 	}
@@ -232,7 +233,7 @@ func checkCommand(p *web.Problems, l []any, s *string) {
 	}
 }
 
-func checkImageVersion(p *web.Problems, l []any, s *string) {
+func checkImageVersion(p *fault.Problems, l []any, s *string) {
 	if s == nil {
 		return
 	}
@@ -249,7 +250,7 @@ type secretInput struct {
 	Keep  bool
 }
 
-func checkSecrets(p *web.Problems, l []any, in []secretIn) []secretInput {
+func checkSecrets(p *fault.Problems, l []any, in []secretIn) []secretInput {
 	if len(in) > maxSecrets {
 		p.Add(l, fmt.Sprintf("List should have at most %d items", maxSecrets), "too_long")
 		return nil
@@ -285,19 +286,19 @@ func checkSecrets(p *web.Problems, l []any, in []secretIn) []secretInput {
 }
 
 // onlyFor rejects a non-null field that belongs to the other source.
-func onlyFor(p *web.Problems, l []any, set bool, src Source) {
+func onlyFor(p *fault.Problems, l []any, set bool, src Source) {
 	if set {
 		p.Add(l, fmt.Sprintf("This field applies only to %s deployments", src), "value_error")
 	}
 }
 
-func immutable(p *web.Problems, l []any, set bool) {
+func immutable(p *fault.Problems, l []any, set bool) {
 	if set {
 		p.Add(l, "This field cannot be changed after the deployment is created", "immutable")
 	}
 }
 
-func readOnly(p *web.Problems, l []any, set bool) {
+func readOnly(p *fault.Problems, l []any, set bool) {
 	if set {
 		p.Add(l, "This field is read-only", "read_only")
 	}
@@ -305,7 +306,7 @@ func readOnly(p *web.Problems, l []any, set bool) {
 
 // checkSourceConfig validates the source-specific fields of a create (all
 // fields) or a patch (only the mutable ones may be set).
-func checkSourceConfig(p *web.Problems, src Source, sc *SourceConfig, create bool) {
+func checkSourceConfig(p *fault.Problems, src Source, sc *SourceConfig, create bool) {
 	l := loc("body", "source_config")
 	if !create {
 		immutable(p, with(l, "integration_id"), sc.IntegrationID != nil)
@@ -362,7 +363,7 @@ func checkSourceConfig(p *web.Problems, src Source, sc *SourceConfig, create boo
 
 // checkRevisionConfig validates source_revision_config and cleans
 // graph_config_path.
-func checkRevisionConfig(p *web.Problems, src Source, rc *SourceRevisionConfig) {
+func checkRevisionConfig(p *fault.Problems, src Source, rc *SourceRevisionConfig) {
 	l := loc("body", "source_revision_config")
 	readOnly(p, with(l, "repo_commit_sha"), rc.RepoCommitSHA != nil)
 	switch src {
@@ -385,7 +386,7 @@ func checkRevisionConfig(p *web.Problems, src Source, rc *SourceRevisionConfig) 
 }
 
 // cpu validates a CPU value within [lo, hi] and rounds it to one decimal.
-func cpu(p *web.Problems, l []any, v *float64, lo, hi float64) {
+func cpu(p *fault.Problems, l []any, v *float64, lo, hi float64) {
 	if v == nil {
 		return
 	}
@@ -397,7 +398,7 @@ func cpu(p *web.Problems, l []any, v *float64, lo, hi float64) {
 	*v = r
 }
 
-func intRange(p *web.Problems, l []any, v *int64, lo, hi int64) {
+func intRange(p *fault.Problems, l []any, v *int64, lo, hi int64) {
 	if v != nil && (*v < lo || *v > hi) {
 		p.Add(l, fmt.Sprintf("Input should be between %d and %d", lo, hi), "value_error")
 	}
@@ -417,13 +418,13 @@ func defInt(dst **int64, src *int64, factor int64) {
 	}
 }
 
-func atLeastF(p *web.Problems, l []any, limit, req *float64, what string) {
+func atLeastF(p *fault.Problems, l []any, limit, req *float64, what string) {
 	if limit != nil && req != nil && *limit < *req {
 		p.Add(l, fmt.Sprintf("The limit must be at least the request (%s)", what), "value_error")
 	}
 }
 
-func atLeastI(p *web.Problems, l []any, limit, req *int64, what string) {
+func atLeastI(p *fault.Problems, l []any, limit, req *int64, what string) {
 	if limit != nil && req != nil && *limit < *req {
 		p.Add(l, fmt.Sprintf("The limit must be at least the request (%s)", what), "value_error")
 	}
@@ -433,7 +434,7 @@ func atLeastI(p *web.Problems, l []any, limit, req *int64, what string) {
 // decimal and fills the documented defaults: limits 2x their request (the
 // in-memory store's memory limit equals its request), queue values those of
 // the API server.
-func checkResourceSpec(p *web.Problems, l []any, rs *ResourceSpec) {
+func checkResourceSpec(p *fault.Problems, l []any, rs *ResourceSpec) {
 	before := p.Len()
 	intRange(p, with(l, "min_scale"), rs.MinScale, 0, maxScale)
 	intRange(p, with(l, "max_scale"), rs.MaxScale, 1, maxScale)
@@ -543,7 +544,7 @@ func checkResourceSpec(p *web.Problems, l []any, rs *ResourceSpec) {
 	}
 }
 
-func checkMounts(p *web.Problems, l []any, mounts []VolumeMount, volumes map[string]bool) {
+func checkMounts(p *fault.Problems, l []any, mounts []VolumeMount, volumes map[string]bool) {
 	for i, m := range mounts {
 		el := with(l, i)
 		if m.Name == nil {
@@ -573,7 +574,7 @@ func checkMounts(p *web.Problems, l []any, mounts []VolumeMount, volumes map[str
 	}
 }
 
-func checkContainer(p *web.Problems, l []any, c *Container, volumes, names map[string]bool) {
+func checkContainer(p *fault.Problems, l []any, c *Container, volumes, names map[string]bool) {
 	switch {
 	case c.Name == nil:
 		p.Add(with(l, "name"), "Field required", "missing")

@@ -6,10 +6,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/agentplane/agentplane/shared/kernel/fault"
 	"strings"
 
 	"github.com/agentplane/agentplane/shared/kernel/store"
-	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
 // SignatureHeader carries the HMAC-SHA256 of a webhook body, GitHub style:
@@ -89,7 +89,7 @@ func (s *Service) HandleWebhook(ctx context.Context, event string, body []byte) 
 	}
 	var ev pushEvent
 	if err := json.Unmarshal(body, &ev); err != nil {
-		return res, web.BadRequest("The push event is not valid JSON: %s", err.Error())
+		return res, fault.Bad("The push event is not valid JSON: %s", err.Error())
 	}
 	branch, ok := strings.CutPrefix(ev.Ref, "refs/heads/")
 	switch {

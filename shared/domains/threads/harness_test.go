@@ -17,10 +17,10 @@ import (
 
 	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/domains/threads"
+	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
-	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 	"github.com/google/uuid"
 	"gocloud.dev/blob"

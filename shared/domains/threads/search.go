@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agentplane/agentplane/shared/kernel/fault"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/agentplane/agentplane/shared/kernel/store"
-	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
 // Sort columns.
@@ -698,5 +698,5 @@ func asMap(v any) (map[string]any, bool) {
 
 // invalidSort is the 422 of an unknown sort column or order.
 func invalidSort(field, got string, allowed []string) error {
-	return web.Invalid(web.Loc("body", field), "Invalid "+field+": "+got+". Expected one of ['"+strings.Join(allowed, "', '")+"']", "enum")
+	return fault.Invalid(fault.Loc("body", field), "Invalid "+field+": "+got+". Expected one of ['"+strings.Join(allowed, "', '")+"']", "enum")
 }

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentplane/agentplane/shared/kernel/fault"
 	"math"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/kernel/store"
-	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
 const (
@@ -29,7 +29,7 @@ const (
 	stagingGrace = 15 * time.Minute
 )
 
-func threadNotFound(id string) error { return web.NotFound("Thread with ID %s not found", id) }
+func threadNotFound(id string) error { return fault.Missing("Thread with ID %s not found", id) }
 
 // errRetry marks a lost race: the caller reloads and tries again.
 var errRetry = errors.New("threads: retry")
@@ -87,7 +87,7 @@ func writeOps(old *threadRecord, version int64, nu *threadRecord) ([]store.TxOp,
 			return nil, err
 		}
 		if store.Size(th) > store.MaxItemSize {
-			return nil, web.Errorf(413, "The thread is too large to store (metadata and lineage exceed %d bytes)", store.MaxItemSize)
+			return nil, fault.Oversize("The thread is too large to store (metadata and lineage exceed %d bytes)", store.MaxItemSize)
 		}
 		cond := store.NotExists()
 		if old != nil {
@@ -223,7 +223,7 @@ func (s *Service) Create(ctx context.Context, dep string, in CreateIn) (Thread, 
 		Metadata: md, Status: StatusIdle, TTL: in.TTL.state(now),
 	}
 	if len(in.Supersteps) > 0 && t.graphID() == "" {
-		return Thread{}, web.BadRequest("Thread '%s' has no assigned graph ID. Supersteps need metadata.graph_id (the SDKs set it from graph_id).", tid)
+		return Thread{}, fault.Bad("Thread '%s' has no assigned graph ID. Supersteps need metadata.graph_id (the SDKs set it from graph_id).", tid)
 	}
 	// Compute every checkpoint first: a bad superstep creates nothing.
 	var cps []*checkpoint
@@ -255,7 +255,7 @@ func (s *Service) Create(ctx context.Context, dep string, in CreateIn) (Thread, 
 		th, err := s.createOnce(ctx, t, chain, cps, in.DoNothing)
 		if !errors.Is(err, errRetry) || attempt == retries {
 			if errors.Is(err, errRetry) {
-				err = web.Conflict("Thread %s changed concurrently; retry", tid)
+				err = fault.Clash("Thread %s changed concurrently; retry", tid)
 			}
 			return th, err
 		}
@@ -278,7 +278,7 @@ func (s *Service) createOnce(ctx context.Context, t *threadRecord, chain string,
 		if doNothing {
 			return s.view(ctx, existing, true, false)
 		}
-		return Thread{}, web.Conflict("Thread with ID %s already exists", t.ID)
+		return Thread{}, fault.Clash("Thread with ID %s already exists", t.ID)
 	}
 	var blobs []string
 	var cpOps []store.TxOp
@@ -395,7 +395,7 @@ func (s *Service) Patch(ctx context.Context, dep, tid string, in PatchIn) (Threa
 				md[k] = x
 			}
 			if raw, _ := json.Marshal(md); len(raw) > maxMetadataBytes {
-				return Thread{}, web.Invalid(web.Loc("body", "metadata"), fmt.Sprintf("The merged metadata exceeds %d bytes", maxMetadataBytes), "value_error")
+				return Thread{}, fault.Invalid(fault.Loc("body", "metadata"), fmt.Sprintf("The merged metadata exceeds %d bytes", maxMetadataBytes), "value_error")
 			}
 			nu.Metadata = md
 		}
@@ -408,7 +408,7 @@ func (s *Service) Patch(ctx context.Context, dep, tid string, in PatchIn) (Threa
 			continue
 		}
 		if errors.Is(err, errRetry) {
-			return Thread{}, web.Conflict("Thread %s changed concurrently; retry", tid)
+			return Thread{}, fault.Clash("Thread %s changed concurrently; retry", tid)
 		}
 		if err != nil {
 			return Thread{}, err
@@ -430,7 +430,7 @@ func (s *Service) Delete(ctx context.Context, dep, tid string) error {
 			continue
 		}
 		if errors.Is(err, errRetry) {
-			return web.Conflict("Thread %s changed concurrently; retry", tid)
+			return fault.Clash("Thread %s changed concurrently; retry", tid)
 		}
 		return err
 	}
@@ -459,9 +459,9 @@ func (s *Service) Copy(ctx context.Context, dep, tid string) (Thread, error) {
 	for attempt := 0; ; attempt++ {
 		src, v, err := s.load(ctx, dep, tid)
 		if err != nil {
-			var we *web.Error
-			if errors.As(err, &we) && we.Status == 404 {
-				return Thread{}, web.Conflict("Thread with ID %s not found", tid)
+			var fe *fault.Error
+			if errors.As(err, &fe) && fe.Kind == fault.NotFound {
+				return Thread{}, fault.Clash("Thread with ID %s not found", tid)
 			}
 			return Thread{}, err
 		}
@@ -470,7 +470,7 @@ func (s *Service) Copy(ctx context.Context, dep, tid string) (Thread, error) {
 			continue
 		}
 		if errors.Is(err, errRetry) {
-			return Thread{}, web.Conflict("Thread %s changed during the copy; retry", tid)
+			return Thread{}, fault.Clash("Thread %s changed during the copy; retry", tid)
 		}
 		return th, err
 	}
@@ -497,7 +497,7 @@ func (s *Service) copyOnce(ctx context.Context, src *threadRecord, v int64) (Thr
 		shared := src.Lineage[k].Chain
 		nu.Lineage = append([]segment{{Chain: chain}, {Chain: shared, Upto: src.Latest}}, src.Lineage[k+1:]...)
 		if len(nu.Lineage) > maxLineage {
-			return Thread{}, web.BadRequest("Thread %s is a copy %d generations deep; copy an earlier generation instead", src.ID, len(src.Lineage))
+			return Thread{}, fault.Bad("Thread %s is a copy %d generations deep; copy an earlier generation instead", src.ID, len(src.Lineage))
 		}
 		nu.Latest, nu.LatestLevel = src.Latest, 1
 		rec.Parent, rec.Upto = shared, src.Latest
@@ -550,7 +550,7 @@ func (s *Service) GetState(ctx context.Context, dep, tid, checkpointID string) (
 	}
 	if t.graphID() == "" || t.Latest == "" {
 		if checkpointID != "" && t.graphID() != "" {
-			return State{}, web.NotFound("Checkpoint %s not found", checkpointID)
+			return State{}, fault.Missing("Checkpoint %s not found", checkpointID)
 		}
 		return emptyState(), nil
 	}
@@ -560,7 +560,7 @@ func (s *Service) GetState(ctx context.Context, dep, tid, checkpointID string) (
 	} else {
 		cp, err = s.getCheckpoint(ctx, t, checkpointID)
 		if errors.Is(err, store.ErrNotFound) {
-			return State{}, web.NotFound("Checkpoint %s not found", checkpointID)
+			return State{}, fault.Missing("Checkpoint %s not found", checkpointID)
 		}
 	}
 	if err != nil {
@@ -592,7 +592,7 @@ func (s *Service) UpdateState(ctx context.Context, dep, tid string, in UpdateSta
 			continue
 		}
 		if errors.Is(err, errRetry) {
-			return UpdateResult{}, web.Conflict("Thread %s changed concurrently; retry", tid)
+			return UpdateResult{}, fault.Clash("Thread %s changed concurrently; retry", tid)
 		}
 		return res, err
 	}
@@ -604,20 +604,20 @@ func (s *Service) updateStateOnce(ctx context.Context, dep, tid string, in Updat
 		return UpdateResult{}, err
 	}
 	if t.Status == StatusBusy {
-		return UpdateResult{}, web.Conflict("Thread is busy")
+		return UpdateResult{}, fault.Clash("Thread is busy")
 	}
 	g := t.graphID()
 	if g == "" {
-		return UpdateResult{}, web.BadRequest("Thread '%s' has no assigned graph ID. This usually occurs when no runs have been made on this particular thread; set metadata.graph_id first.", tid)
+		return UpdateResult{}, fault.Bad("Thread '%s' has no assigned graph ID. This usually occurs when no runs have been made on this particular thread; set metadata.graph_id first.", tid)
 	}
 	if graphs != nil && !contains(graphs, g) {
-		return UpdateResult{}, web.NotFound("Graph '%s' not found in the deployment's active revision", g)
+		return UpdateResult{}, fault.Missing("Graph '%s' not found in the deployment's active revision", g)
 	}
 	var base *checkpoint
 	if in.CheckpointID != "" {
 		base, err = s.getCheckpoint(ctx, t, in.CheckpointID)
 		if errors.Is(err, store.ErrNotFound) {
-			return UpdateResult{}, web.NotFound("Checkpoint %s not found", in.CheckpointID)
+			return UpdateResult{}, fault.Missing("Checkpoint %s not found", in.CheckpointID)
 		}
 	} else {
 		base, err = s.latestCheckpoint(ctx, t)

@@ -2,10 +2,9 @@ package threads
 
 import (
 	"fmt"
+	"github.com/agentplane/agentplane/shared/kernel/fault"
 	"net/http"
 	"time"
-
-	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
 // UpdateIn is one update of a superstep (ThreadSuperstepUpdate), or the
@@ -49,9 +48,9 @@ func badValue(loc []any, msg string) *stepError {
 // toWeb renders a step error below the request location prefix.
 func (e *stepError) toWeb(prefix ...any) error {
 	if e.status == http.StatusBadRequest {
-		return web.BadRequest("%s", e.msg)
+		return fault.Bad("%s", e.msg)
 	}
-	return web.Invalid(append(append([]any{"body"}, prefix...), e.loc...), e.msg, "value_error")
+	return fault.Invalid(append(append([]any{"body"}, prefix...), e.loc...), e.msg, "value_error")
 }
 
 // applySuperstep computes the checkpoint that follows prev (nil: the

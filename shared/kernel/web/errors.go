@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/agentplane/agentplane/shared/kernel/fault"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -43,53 +44,30 @@ func Unauthorized(detail string) *Error {
 	return &Error{Status: http.StatusUnauthorized, Detail: detail}
 }
 
-// FieldError is one entry of an HTTPValidationError.
-type FieldError struct {
-	Loc  []any  `json:"loc"`
-	Msg  string `json:"msg"`
-	Type string `json:"type"`
-}
-
-// ValidationError is answered as 422 {"detail": [FieldError...]}.
-type ValidationError struct {
-	Errors []FieldError
-}
-
-func (e *ValidationError) Error() string {
-	if len(e.Errors) == 0 {
-		return "validation error"
-	}
-	return fmt.Sprintf("validation error at %v: %s", e.Errors[0].Loc, e.Errors[0].Msg)
-}
+// The validation vocabulary is the fault package's: domains build it
+// without importing the HTTP kernel, and WriteError answers it as 422.
+type (
+	FieldError      = fault.FieldError
+	ValidationError = fault.ValidationError
+	Problems        = fault.Problems
+)
 
 // Invalid returns a ValidationError with one entry.
-func Invalid(loc []any, msg, typ string) *ValidationError {
-	return &ValidationError{Errors: []FieldError{{Loc: loc, Msg: msg, Type: typ}}}
-}
-
-// Problems collects validation errors; Err returns nil when there are none.
-type Problems struct {
-	list []FieldError
-}
-
-// Add records a problem at loc.
-func (p *Problems) Add(loc []any, msg, typ string) {
-	p.list = append(p.list, FieldError{Loc: append([]any(nil), loc...), Msg: msg, Type: typ})
-}
-
-// Len is the number of problems recorded.
-func (p *Problems) Len() int { return len(p.list) }
-
-// Err returns a *ValidationError, or nil.
-func (p *Problems) Err() error {
-	if len(p.list) == 0 {
-		return nil
-	}
-	return &ValidationError{Errors: p.list}
-}
+func Invalid(loc []any, msg, typ string) *ValidationError { return fault.Invalid(loc, msg, typ) }
 
 // Loc builds a loc path: Loc("body", "source_config", "cpu").
 func Loc(parts ...any) []any { return parts }
+
+// statusOf maps a fault kind to its HTTP status.
+var statusOf = map[fault.Kind]int{
+	fault.BadRequest:      http.StatusBadRequest,
+	fault.Unauthenticated: http.StatusUnauthorized,
+	fault.Forbidden:       http.StatusForbidden,
+	fault.NotFound:        http.StatusNotFound,
+	fault.Conflict:        http.StatusConflict,
+	fault.TooLarge:        http.StatusRequestEntityTooLarge,
+	fault.Unavailable:     http.StatusServiceUnavailable,
+}
 
 // WriteJSON writes v with status.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
@@ -114,7 +92,13 @@ func NoContent(w http.ResponseWriter) { w.WriteHeader(http.StatusNoContent) }
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	var he *Error
 	var ve *ValidationError
+	var fe *fault.Error
 	switch {
+	case errors.As(err, &fe) && statusOf[fe.Kind] != 0:
+		if fe.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(fe.RetryAfter))
+		}
+		WriteJSON(w, statusOf[fe.Kind], map[string]string{"detail": fe.Detail})
 	case errors.As(err, &he):
 		for k, vs := range he.Header {
 			for _, v := range vs {
