@@ -546,3 +546,25 @@ func TestSweepPurgesDeletedDatasets(t *testing.T) {
 		}
 	}
 }
+
+// A bulk request too large for one store transaction (by operations or
+// bytes) commits consecutive versions and loses nothing.
+func TestLargeBulkSpansVersions(t *testing.T) {
+	e := newEnv(t)
+	ds := e.dataset("large")
+	var body []map[string]any
+	for i := range 40 {
+		body = append(body, map[string]any{"dataset_id": ds, "inputs": map[string]any{"i": i, "pad": strings.Repeat("x", 90_000)}})
+	}
+	got := e.must(200, e.do(e.key, "POST", "/examples/bulk", body)).list()
+	vs := e.must(200, e.do(e.key, "GET", "/datasets/"+ds+"/versions", nil)).list()
+	if len(got) != 40 || len(vs) < 2 {
+		t.Fatalf("%d examples in %d versions", len(got), len(vs))
+	}
+	if d := e.must(200, e.do(e.key, "GET", "/datasets/"+ds, nil)).obj(); d["example_count"] != float64(40) {
+		t.Fatalf("count %v", d["example_count"])
+	}
+	if l := e.must(200, e.do(e.key, "GET", "/examples?dataset="+ds, nil)).list(); len(l) != 40 {
+		t.Fatalf("listed %d", len(l))
+	}
+}

@@ -65,8 +65,10 @@ const (
 	// together: an example is stored inline twice (its revision and the
 	// open index), each in a store item of at most 400 KB.
 	MaxExampleBytes = 180 * 1024
-	// txBudget is the store operations one version may take.
+	// txBudget is the store operations one version may take, and
+	// txBytes the bytes (DynamoDB refuses transactions above 4 MB).
 	txBudget = store.MaxTxOps
+	txBytes  = 3 << 20
 	// maxRetries bounds optimistic retries when writers race on a dataset.
 	maxRetries = 50
 )

@@ -286,15 +286,17 @@ func (s *Service) applyChunk(ctx context.Context, ws, dataset string, muts []mut
 		}
 		var ops []store.TxOp
 		var headOp []int // op index → mutation index, for head puts
-		delta, n := int64(0), 0
+		delta, n, size := int64(0), 0, 0
 		for i, m := range muts {
 			mops, ex, dl, err := s.opsFor(ctx, ws, d.ID, seq, at, m)
 			if err != nil {
 				return 0, err
 			}
-			if len(ops)+len(mops)+2 > txBudget {
+			msize := opsSize(mops)
+			if n > 0 && (len(ops)+len(mops)+2 > txBudget || size+msize > txBytes) {
 				break
 			}
+			size += msize
 			if m.create != nil {
 				headOp = append(headOp, len(ops))
 			}
@@ -370,6 +372,14 @@ func (s *Service) opsFor(ctx context.Context, ws, ds string, seq int64, at time.
 		store.TxOp{Kind: store.OpPut, Item: store.Item{Key: revKey(ds, m.id, seq), Data: mustJSON(rev)}},
 		openPut(rev))
 	return ops, ex, 0, nil
+}
+
+func opsSize(ops []store.TxOp) int {
+	n := 0
+	for _, op := range ops {
+		n += store.Size(op.Item)
+	}
+	return n
 }
 
 func openPut(r revision) store.TxOp {
