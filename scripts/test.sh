@@ -9,7 +9,8 @@ start=$(date +%s)
 mkdir -p .cache
 
 # Node packages the tests use (emulators, real clients), from lock files.
-for dir in scripts/emulators tests/clients; do
+for dir in scripts/emulators tests/*/; do
+  dir=${dir%/}
   if [[ -f $dir/package-lock.json ]]; then
     echo "== npm ci in $dir"
     npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error

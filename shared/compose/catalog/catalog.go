@@ -8,8 +8,10 @@ import (
 	"github.com/agentplane/agentplane/shared/compose"
 	"github.com/agentplane/agentplane/shared/compose/buildgroup"
 	"github.com/agentplane/agentplane/shared/compose/controlplanegroup"
+	"github.com/agentplane/agentplane/shared/compose/datasetsgroup"
 	"github.com/agentplane/agentplane/shared/compose/orgaccessgroup"
 	"github.com/agentplane/agentplane/shared/compose/platformgroup"
+	"github.com/agentplane/agentplane/shared/compose/promptsgroup"
 	"github.com/agentplane/agentplane/shared/compose/scimgroup"
 	"github.com/agentplane/agentplane/shared/compose/threadsgroup"
 	"github.com/agentplane/agentplane/shared/kernel/api"
@@ -24,6 +26,8 @@ func Groups() []compose.Group {
 		threadsgroup.Group,
 		orgaccessgroup.Group,
 		scimgroup.Group,
+		datasetsgroup.Group,
+		promptsgroup.Group,
 	}
 }
 

@@ -108,7 +108,10 @@ type Route[H any] struct {
 	Result  any
 	Query   []Param
 	Status  int
-	Handle  func(H, http.ResponseWriter, *http.Request) error
+	// Unmounted routes are served only at Path, not again under the
+	// group's Mounts (a path that already names its own prefix).
+	Unmounted bool
+	Handle    func(H, http.ResponseWriter, *http.Request) error
 }
 
 // Group is the routes one Lambda function serves.
@@ -136,9 +139,20 @@ func (g Group[H]) Info() Info {
 
 // Specs returns one Spec per route and mount, in declaration order.
 func (g Group[H]) Specs() []Spec {
+	specs, _ := g.expand()
+	return specs
+}
+
+// expand returns the specs with, for each, the index of its route.
+func (g Group[H]) expand() ([]Spec, []int) {
 	out := make([]Spec, 0, len(g.Routes)*(1+len(g.Mounts)))
+	var idx []int
 	for _, prefix := range append([]string{""}, g.Mounts...) {
-		for _, r := range g.Routes {
+		for i, r := range g.Routes {
+			if prefix != "" && r.Unmounted {
+				continue
+			}
+			idx = append(idx, i)
 			out = append(out, Spec{
 				Group: g.Name, Method: r.Method, Path: prefix + r.Path, Summary: r.Summary,
 				Auth: r.Auth, Role: r.Role, Limit: r.Limit, Body: r.Body, Result: r.Result,
@@ -146,7 +160,7 @@ func (g Group[H]) Specs() []Spec {
 			})
 		}
 	}
-	return out
+	return out, idx
 }
 
 // Authenticator turns a request's credential into a Principal (the
@@ -169,9 +183,9 @@ type Edge struct {
 
 // Mount registers every route of g on mux, bound to h, behind the edge.
 func Mount[H any](mux *web.Mux, g Group[H], h H, e Edge) {
-	specs := g.Specs()
+	specs, idx := g.expand()
 	for i, s := range specs {
-		r := g.Routes[i%len(g.Routes)]
+		r := g.Routes[idx[i]]
 		var next http.Handler = bind(h, r.Handle)
 		next = e.authenticate(s, next)
 		if e.Wrap != nil {
