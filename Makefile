@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run test test-go build synth bench lint clean
+.PHONY: run test test-go build synth bench bench-peer lint clean
 
 ## run: build and start the all-in-one local server on 127.0.0.1:8000
 run:
@@ -40,6 +40,14 @@ infra-test:
 ## bench: benchmarks of the store adapters and the HTTP services
 bench:
 	bash scripts/bench.sh
+
+## bench-peer: agentplane's thread API against the reference server (langgraphjs dev,
+## in memory), side by side on loopback; prints a table of ratios. Not a test.
+## Tune with BENCH_PEER_FLAGS, e.g. "-threads 10000 -d 5s".
+bench-peer:
+	npm ci --prefix scripts/bench-peer/ref --no-audit --no-fund --loglevel=error
+	$(GO) build -o bin/agentplane ./cmd/agentplane
+	$(GO) run ./scripts/benchpeer -agentplane bin/agentplane -ref scripts/bench-peer/ref $(BENCH_PEER_FLAGS)
 
 ## lint: gofmt, go vet, staticcheck (pinned)
 lint:

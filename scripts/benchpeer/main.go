@@ -1,0 +1,494 @@
+// Command benchpeer measures agentplane's thread API against the reference
+// JavaScript agent server (`langgraphjs dev` of @langchain/langgraph-cli,
+// in memory), side by side on this machine: both servers on loopback, the
+// same seeded threads, the same workloads from the same load generator,
+// one after the other. It prints requests per second, latency percentiles
+// and agentplane's ratio to the reference for each workload. `make
+// bench-peer` runs it; it is a benchmark, not a test.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	var o options
+	flag.StringVar(&o.agentplane, "agentplane", "bin/agentplane", "agentplane binary")
+	flag.StringVar(&o.refDir, "ref", "scripts/bench-peer/ref", "folder of the reference server (npm ci done)")
+	flag.IntVar(&o.threads, "threads", 34252, "threads seeded in each server")
+	flag.IntVar(&o.conns, "c", 32, "concurrent connections")
+	flag.DurationVar(&o.duration, "d", 10*time.Second, "duration of each workload")
+	flag.IntVar(&o.deep, "deep", 10000, "checkpoints of the deep thread (history and copy)")
+	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run (default all)")
+	flag.Parse()
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "benchpeer:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	agentplane, refDir string
+	threads, conns     int
+	duration           time.Duration
+	deep               int
+	only               string
+}
+
+// target is one server's thread API.
+type target struct {
+	name            string
+	base            string
+	header          http.Header
+	client          *http.Client
+	ids             []string // seeded thread ids
+	shallow, deepID string
+}
+
+func run(o options) error {
+	work, err := os.MkdirTemp("", "benchpeer-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	ap, stopAP, err := startAgentplane(ctx, o, work)
+	if err != nil {
+		return fmt.Errorf("agentplane: %w", err)
+	}
+	defer stopAP()
+	ref, stopRef, err := startReference(ctx, o)
+	if err != nil {
+		return fmt.Errorf("reference: %w", err)
+	}
+	defer stopRef()
+
+	for _, t := range []*target{ap, ref} {
+		start := time.Now()
+		if err := seed(t, o.threads); err != nil {
+			return fmt.Errorf("seed %s: %w", t.name, err)
+		}
+		fmt.Fprintf(os.Stderr, "seeded %d threads in %s in %s\n", o.threads, t.name, time.Since(start).Round(time.Millisecond))
+		start = time.Now()
+		if t.shallow, err = deepThread(t, 10); err != nil {
+			return err
+		}
+		if t.deepID, err = deepThread(t, o.deep); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%s: threads with 10 and %d checkpoints in %s\n", t.name, o.deep, time.Since(start).Round(time.Millisecond))
+	}
+
+	rows := []row{}
+	for _, w := range workloads(o) {
+		if o.only != "" && !strings.Contains(","+o.only+",", ","+w.name+",") {
+			continue
+		}
+		r := row{name: w.name}
+		for i, t := range []*target{ap, ref} {
+			res, err := drive(t, w, o)
+			if err != nil {
+				return fmt.Errorf("%s on %s: %w", w.name, t.name, err)
+			}
+			r.res[i] = res
+			fmt.Fprintf(os.Stderr, "%-28s %-10s %9.0f req/s  p50 %8s  p99 %8s  errors %d\n", w.name, t.name, res.rps, res.p50, res.p99, res.errors)
+		}
+		rows = append(rows, r)
+	}
+	printTable(os.Stdout, rows, o)
+	return nil
+}
+
+type row struct {
+	name string
+	res  [2]result
+}
+
+func printTable(w io.Writer, rows []row, o options) {
+	fmt.Fprintf(w, "\n%d threads in each server, %d connections, %s per workload, loopback\n\n", o.threads, o.conns, o.duration)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "| workload\t| agentplane req/s\t| p50\t| reference req/s\t| p50\t| ratio |")
+	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|--- |")
+	for _, r := range rows {
+		a, b := r.res[0], r.res[1]
+		ratio := "n/a"
+		if b.rps > 0 {
+			ratio = fmt.Sprintf("%.1fx", a.rps/b.rps)
+		}
+		fmt.Fprintf(tw, "| %s\t| %.0f\t| %s\t| %.0f\t| %s\t| %s |\n", r.name, a.rps, a.p50, b.rps, b.p50, ratio)
+	}
+	tw.Flush()
+}
+
+// workload makes one request; it returns the status wanted.
+type workload struct {
+	name string
+	req  func(t *target, rnd *rand.Rand) (method, path string, body any, want int)
+}
+
+func workloads(o options) []workload {
+	owner := func(rnd *rand.Rand) string { return fmt.Sprintf("user-%d", rnd.IntN(50)) }
+	return []workload{
+		{"create", func(t *target, rnd *rand.Rand) (string, string, any, int) {
+			return "POST", "/threads", map[string]any{"metadata": map[string]any{"graph_id": "agent", "owner": owner(rnd)}}, 200
+		}},
+		{"get", func(t *target, rnd *rand.Rand) (string, string, any, int) {
+			return "GET", "/threads/" + t.ids[rnd.IntN(len(t.ids))], nil, 200
+		}},
+		{"state", func(t *target, rnd *rand.Rand) (string, string, any, int) {
+			return "GET", "/threads/" + t.ids[rnd.IntN(len(t.ids))] + "/state", nil, 200
+		}},
+		{"search (metadata, limit 10)", func(t *target, rnd *rand.Rand) (string, string, any, int) {
+			return "POST", "/threads/search", map[string]any{"metadata": map[string]any{"owner": owner(rnd)}, "limit": 10,
+				"sort_by": "created_at", "sort_order": "desc"}, 200
+		}},
+		{"history at 10", func(t *target, rnd *rand.Rand) (string, string, any, int) {
+			return "POST", "/threads/" + t.shallow + "/history", map[string]any{"limit": 10}, 200
+		}},
+		{fmt.Sprintf("history at %d", o.deep), func(t *target, rnd *rand.Rand) (string, string, any, int) {
+			return "POST", "/threads/" + t.deepID + "/history", map[string]any{"limit": 10}, 200
+		}},
+		{"copy at 10", func(t *target, rnd *rand.Rand) (string, string, any, int) {
+			return "POST", "/threads/" + t.shallow + "/copy", nil, 200
+		}},
+		{fmt.Sprintf("copy at %d", o.deep), func(t *target, rnd *rand.Rand) (string, string, any, int) {
+			return "POST", "/threads/" + t.deepID + "/copy", nil, 200
+		}},
+	}
+}
+
+type result struct {
+	rps      float64
+	p50, p99 time.Duration
+	errors   int64
+}
+
+// drive runs w with o.conns workers for o.duration.
+func drive(t *target, w workload, o options) (result, error) {
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		lat     []time.Duration
+		errs    atomic.Int64
+		firstEr atomic.Value
+	)
+	deadline := time.Now().Add(o.duration)
+	start := time.Now()
+	for i := 0; i < o.conns; i++ {
+		wg.Add(1)
+		go func(seed uint64) {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(seed, 7))
+			var mine []time.Duration
+			for time.Now().Before(deadline) {
+				method, path, body, want := w.req(t, rnd)
+				t0 := time.Now()
+				code, _, err := t.do(method, path, body)
+				d := time.Since(t0)
+				if err != nil || code != want {
+					if errs.Add(1) == 1 {
+						firstEr.Store(fmt.Sprintf("%s %s: %d %v", method, path, code, err))
+					}
+					continue
+				}
+				mine = append(mine, d)
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		}(uint64(i))
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if len(lat) == 0 {
+		return result{}, fmt.Errorf("no successful request: %v", firstEr.Load())
+	}
+	if n := errs.Load(); n > int64(len(lat))/100 {
+		return result{}, fmt.Errorf("%d failed requests, first: %v", n, firstEr.Load())
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))].Round(10 * time.Microsecond) }
+	return result{rps: float64(len(lat)) / elapsed.Seconds(), p50: pct(0.5), p99: pct(0.99), errors: errs.Load()}, nil
+}
+
+func (t *target) do(method, path string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, t.base+path, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	for k, v := range t.header {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+// seed creates n threads, each with a one-message state, 16 at a time.
+func seed(t *target, n int) error {
+	ids := make([]string, n)
+	var next atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || firstErr.Load() != nil {
+					return
+				}
+				body := map[string]any{
+					"metadata": map[string]any{"graph_id": "agent", "owner": fmt.Sprintf("user-%d", i%50)},
+					"supersteps": []any{
+						map[string]any{"updates": []any{map[string]any{"values": map[string]any{}, "as_node": "__input__"}}},
+						map[string]any{"updates": []any{map[string]any{"values": map[string]any{"messages": []any{
+							map[string]any{"type": "human", "content": fmt.Sprintf("hello %d", i)}}}, "as_node": "__start__"}}},
+					},
+				}
+				code, b, err := t.do("POST", "/threads", body)
+				if err != nil || code != 200 {
+					firstErr.Store(fmt.Errorf("create: %d %v %.200s", code, err, b))
+					return
+				}
+				var th struct {
+					ThreadID string `json:"thread_id"`
+				}
+				if err := json.Unmarshal(b, &th); err != nil || th.ThreadID == "" {
+					firstErr.Store(fmt.Errorf("create: %.200s", b))
+					return
+				}
+				ids[i] = th.ThreadID
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return err
+	}
+	t.ids = ids
+	return nil
+}
+
+// deepThread makes a thread with n checkpoints (state updates).
+func deepThread(t *target, n int) (string, error) {
+	code, b, err := t.do("POST", "/threads", map[string]any{"metadata": map[string]any{"graph_id": "agent"}})
+	if err != nil || code != 200 {
+		return "", fmt.Errorf("create: %d %v %s", code, err, b)
+	}
+	var th struct {
+		ThreadID string `json:"thread_id"`
+	}
+	_ = json.Unmarshal(b, &th)
+	for i := 0; i < n; i++ {
+		code, b, err := t.do("POST", "/threads/"+th.ThreadID+"/state", map[string]any{
+			"values":  map[string]any{"messages": []any{map[string]any{"type": "human", "content": fmt.Sprintf("m%d", i)}}},
+			"as_node": "call_model"})
+		if err != nil || code != 200 {
+			return "", fmt.Errorf("update %d: %d %v %.200s", i, code, err, b)
+		}
+	}
+	return th.ThreadID, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func newClient(conns int) *http.Client {
+	tr := &http.Transport{MaxIdleConns: conns * 2, MaxIdleConnsPerHost: conns * 2, MaxConnsPerHost: conns * 2, IdleConnTimeout: time.Minute}
+	return &http.Client{Transport: tr, Timeout: 2 * time.Minute}
+}
+
+// waitUp polls url until it answers.
+func waitUp(url string, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("%s did not answer within %s", url, within)
+}
+
+func startProcess(ctx context.Context, dir string, env []string, logPath string, name string, args ...string) (func(), error) {
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, append(os.Environ(), env...), logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	return func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		logf.Close()
+	}, nil
+}
+
+const benchKey = "ap_benchpeer_admin_key_0123456789abcdef"
+
+// startAgentplane runs the local server with a fresh data dir, deploys a
+// one-graph repository and returns its deployment's thread API.
+func startAgentplane(ctx context.Context, o options, work string) (*target, func(), error) {
+	bin, err := filepath.Abs(o.agentplane)
+	if err != nil {
+		return nil, nil, err
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	stop, err := startProcess(ctx, work, []string{"AGENTPLANE_ADDR=" + addr, "AGENTPLANE_DATA_DIR=" + filepath.Join(work, "data"),
+		"AGENTPLANE_BOOTSTRAP_API_KEY=" + benchKey, "AGENTPLANE_LOG_LEVEL=error"}, filepath.Join(work, "agentplane.log"), bin, "serve")
+	if err != nil {
+		return nil, nil, err
+	}
+	base := "http://" + addr
+	if err := waitUp(base+"/health", 30*time.Second); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	repo := filepath.Join(work, "repo")
+	if err := makeRepo(repo, o.refDir); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	cp := &target{name: "control", base: base, header: http.Header{"X-Api-Key": {benchKey}}, client: newClient(4)}
+	code, b, err := cp.do("POST", "/v2/deployments", map[string]any{
+		"name": "bench", "source": "repo_host",
+		"source_config":          map[string]any{"repo_url": "file://" + repo, "deployment_type": "dev_free", "build_on_push": false},
+		"source_revision_config": map[string]any{"repo_ref": "main", "graph_config_path": "langgraph.json"},
+		"secrets":                []any{},
+	})
+	if err != nil || code != 201 {
+		stop()
+		return nil, nil, fmt.Errorf("create deployment: %d %v %s", code, err, b)
+	}
+	var d struct {
+		ID  string `json:"id"`
+		Rev string `json:"latest_revision_id"`
+	}
+	_ = json.Unmarshal(b, &d)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		_, b, err := cp.do("GET", "/v2/deployments/"+d.ID+"/revisions/"+d.Rev, nil)
+		var r struct{ Status string }
+		_ = json.Unmarshal(b, &r)
+		if err == nil && r.Status == "DEPLOYED" {
+			break
+		}
+		if strings.HasSuffix(r.Status, "FAILED") || time.Now().After(deadline) {
+			stop()
+			return nil, nil, fmt.Errorf("revision %s: %s", d.Rev, b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return &target{name: "agentplane", base: base + "/deployments/" + d.ID, header: http.Header{"X-Api-Key": {benchKey}},
+		client: newClient(o.conns)}, stop, nil
+}
+
+// makeRepo commits the reference server's graph project into a git
+// repository, so both servers host the same graph.
+func makeRepo(dir, refDir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "src"), 0o755); err != nil {
+		return err
+	}
+	for _, f := range []string{"langgraph.json", "package.json", "src/agent.mjs"} {
+		b, err := os.ReadFile(filepath.Join(refDir, f))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"}, {"add", "."},
+		{"-c", "user.email=bench@example.com", "-c", "user.name=bench", "commit", "-q", "-m", "graph"},
+	} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %v: %v %s", args, err, out)
+		}
+	}
+	return nil
+}
+
+// startReference runs `langgraphjs dev` in memory on a free loopback port.
+func startReference(ctx context.Context, o options) (*target, func(), error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	cli := filepath.Join(o.refDir, "node_modules", ".bin", "langgraphjs")
+	if _, err := os.Stat(cli); err != nil {
+		return nil, nil, errors.New("the reference server is not installed: npm ci --prefix " + o.refDir)
+	}
+	abs, _ := filepath.Abs(cli)
+	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("benchpeer-ref-%d.log", port))
+	stop, err := startProcess(ctx, o.refDir, []string{"LANGSMITH_TRACING=false", "LANGGRAPH_NO_BROWSER=1", "NODE_ENV=production"}, logPath,
+		abs, "dev", "--host", "127.0.0.1", "--port", fmt.Sprint(port), "--no-browser")
+	if err != nil {
+		return nil, nil, err
+	}
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	if err := waitUp(base+"/ok", 90*time.Second); err != nil {
+		stop()
+		return nil, nil, fmt.Errorf("%w (log: %s)", err, logPath)
+	}
+	return &target{name: "reference", base: base, header: http.Header{}, client: newClient(o.conns)}, stop, nil
+}
