@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: run test test-go build synth bench bench-peer lint clean
+.PHONY: run test test-go build synth bench bench-peer openapi lint clean
 
 ## run: build and start the all-in-one local server on 127.0.0.1:8000
 run:
@@ -48,6 +48,10 @@ bench-peer:
 	npm ci --prefix scripts/bench-peer/ref --no-audit --no-fund --loglevel=error
 	$(GO) build -o bin/agentplane ./cmd/agentplane
 	$(GO) run ./scripts/benchpeer -agentplane bin/agentplane -ref scripts/bench-peer/ref $(BENCH_PEER_FLAGS)
+
+## openapi: regenerate the served OpenAPI document from the route declarations
+openapi:
+	$(GO) test ./shared/compose/catalog -run OpenAPI -count=1 -update
 
 ## lint: gofmt, go vet, staticcheck (pinned)
 lint:

@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/domains/builds/gittest"
-	"github.com/agentplane/agentplane/shared/domains/deployments"
 	"github.com/agentplane/agentplane/shared/compose"
 	"github.com/agentplane/agentplane/shared/compose/local"
+	"github.com/agentplane/agentplane/shared/domains/builds/gittest"
+	"github.com/agentplane/agentplane/shared/domains/deployments"
 )
 
 const adminKey = "ap_test_clients_admin_key_0123456789"

@@ -77,7 +77,7 @@ func TestLangSmithSDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := web.NewMux()
-	edge := api.Edge{Auth: authn{ids}}
+	edge := api.Edge{Auth: ids}
 	api.Mount(mux, datasets.Routes, datasets.NewHandler(dsvc), edge)
 	api.Mount(mux, prompts.Routes, prompts.NewHandler(psvc), edge)
 	// /info and /settings belong to the tracing domain; these stand-ins

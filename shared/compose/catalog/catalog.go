@@ -15,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/shared/compose/scimgroup"
 	"github.com/agentplane/agentplane/shared/compose/threadsgroup"
 	"github.com/agentplane/agentplane/shared/kernel/api"
+	"github.com/agentplane/agentplane/shared/kernel/openapi"
 )
 
 // Groups returns every group, in build order.
@@ -60,4 +61,22 @@ func Consumer(topic string) (compose.Group, bool) {
 		}
 	}
 	return compose.Group{}, false
+}
+
+// OpenAPI is the OpenAPI document of every route, from the declarations.
+func OpenAPI() ([]byte, error) {
+	var tags []openapi.Tag
+	for _, g := range Groups() {
+		if len(g.Routes) > 0 {
+			tags = append(tags, openapi.Tag{Name: g.Name, Description: g.Description})
+		}
+	}
+	return openapi.Build(openapi.Info{
+		Title: "agentplane",
+		// The control plane's interface description carries 0.1.0.
+		Version: "0.1.0",
+		Description: "The deployment control plane, organization access (SSO, invites, SCIM), the thread API of " +
+			"deployed agent servers, the tracing platform (runs, projects, feedback, datasets, prompts) and the " +
+			"admin API. Errors are {\"detail\": ...}; validation errors are 422 with loc, msg and type.",
+	}, tags, Routes())
 }

@@ -16,21 +16,10 @@ import (
 	"github.com/agentplane/agentplane/shared/domains/datasets"
 	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/kernel/api"
-	"github.com/agentplane/agentplane/shared/kernel/auth"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 )
-
-// authn adapts identity.Service to api.Authenticator.
-type authn struct{ ids *identity.Service }
-
-func (a authn) Authenticate(r *http.Request) (auth.Principal, error) {
-	return a.ids.AuthenticateRequest(r)
-}
-func (a authn) InWorkspace(r *http.Request, p auth.Principal) (auth.Principal, error) {
-	return a.ids.InWorkspace(r, p)
-}
 
 // countingStore counts the items reads return (Get and Query).
 type countingStore struct {
@@ -106,7 +95,7 @@ func newEnv(t testing.TB) *env {
 	e.other = mk(other.ID, identity.RoleAdmin)
 
 	mux := web.NewMux()
-	api.Mount(mux, datasets.Routes, datasets.NewHandler(e.svc), api.Edge{Auth: authn{ids}})
+	api.Mount(mux, datasets.Routes, datasets.NewHandler(e.svc), api.Edge{Auth: ids})
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, r)

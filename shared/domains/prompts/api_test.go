@@ -68,7 +68,7 @@ func newEnv(t *testing.T) *env {
 	_, _ = ids.CreateWorkspace(ctx, other.ID, "theirs")
 	e.other = mk(other.ID, identity.RoleAdmin)
 	mux := web.NewMux()
-	api.Mount(mux, prompts.Routes, prompts.NewHandler(e.svc), api.Edge{Auth: authn{ids}})
+	api.Mount(mux, prompts.Routes, prompts.NewHandler(e.svc), api.Edge{Auth: ids})
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, r)
