@@ -101,7 +101,8 @@ var unmarshalJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
 //     UUID, else the id of the parent when it is in the export, else
 //     RunID(trace id, parent span id), which is the parent's id whenever the
 //     parent itself carries no langsmith.span.id;
-//   - dotted_order: langsmith.span.dotted_order when set; else segments
+//   - dotted_order: langsmith.span.dotted_order when set (and ending with
+//     the run's id); else segments
 //     <YYYYMMDDTHHMMSSffffffZ><run id> from the topmost ancestor found in the
 //     export down to the span. The order is complete when that topmost run
 //     has no parent_run_id. Otherwise (its parent is in another export) it
@@ -145,7 +146,9 @@ var unmarshalJSON = protojson.UnmarshalOptions{DiscardUnknown: true}
 //     langsmith.trace.session_id when a UUID. LangSmith documents no other
 //     source inside the export (service.name is metadata, not the project):
 //     without them the HTTP layer applies the Langsmith-Project header, else
-//     the default project;
+//     the default project. A span without them takes those of its parent
+//     when the parent is in the export (a trace belongs to one project), as
+//     it takes its parent's thread_id; across exports the ingest decides;
 //   - events: the span events not consumed above, as {name, time, kwargs}.
 func Decode(contentType string, body []byte) ([]map[string]any, error) {
 	mt, _, err := mime.ParseMediaType(contentType)

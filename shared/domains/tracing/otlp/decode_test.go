@@ -380,6 +380,25 @@ func TestLangSmithAttributes(t *testing.T) {
 	}
 }
 
+func TestInheritance(t *testing.T) {
+	root := span(rootHex, "", "root", t0, "langsmith.trace.session_name", "proj", "session.id", "conv-1",
+		"langsmith.trace.session_id", "0190a1b2-0000-7000-8000-0000000000ff")
+	child := span(childHex, rootHex, "child", t0)
+	own := span(grandHex, childHex, "own", t0, "langsmith.trace.session_name", "other", "langsmith.metadata.thread_id", "t-own")
+	runs := byName(decodePB(t, request(nil, own, child, root)))
+	if c := runs["child"]; c["session_name"] != "proj" || c["session_id"] != "0190a1b2-0000-7000-8000-0000000000ff" || metadataOf(c)["thread_id"] != "conv-1" {
+		t.Errorf("child: %v %v %v", c["session_name"], c["session_id"], metadataOf(c)["thread_id"])
+	}
+	if o := runs["own"]; o["session_name"] != "other" || metadataOf(o)["thread_id"] != "t-own" {
+		t.Errorf("own values must win: %v %v", o["session_name"], metadataOf(o)["thread_id"])
+	}
+	// A dotted_order override that does not end with the run's id is ignored.
+	r := decodePB(t, request(nil, span(rootHex, "", "d", t0, "langsmith.span.dotted_order", "20250101T000000000000Zsomething-else")))[0]
+	if want := "20250304T050607123456Z" + runID(traceHex, rootHex); r["dotted_order"] != want {
+		t.Errorf("dotted_order %v, want %v", r["dotted_order"], want)
+	}
+}
+
 func TestThreadID(t *testing.T) {
 	cases := []struct {
 		attrs []any

@@ -165,16 +165,39 @@ func resolve(n *node, index map[ref]*node) error {
 		}
 		seg := dottedSegment(c.start, c.id)
 		switch {
-		case c.dottedOverride != "":
+		case c.dottedOverride != "" && strings.HasSuffix(c.dottedOverride, c.id):
 			c.dotted = c.dottedOverride
 		case p != nil && p.id == c.parentRunID:
 			c.dotted = p.dotted + "." + seg
 		default:
 			c.dotted = seg
 		}
+		if p != nil {
+			inherit(c.run, p.run)
+		}
 		c.state = 2
 	}
 	return nil
+}
+
+// inherit gives a run what its parent in the export has and it lacks: the
+// project (a trace belongs to one project, and instrumentations often name
+// it on the root span only) and the thread id (as LangSmith SDKs pass
+// metadata down to child runs).
+func inherit(run, parent map[string]any) {
+	for _, k := range []string{"session_name", "session_id"} {
+		if _, ok := run[k]; !ok {
+			if v, ok := parent[k]; ok {
+				run[k] = v
+			}
+		}
+	}
+	md := run["extra"].(map[string]any)["metadata"].(map[string]any)
+	if _, ok := md["thread_id"]; !ok {
+		if v, ok := parent["extra"].(map[string]any)["metadata"].(map[string]any)["thread_id"]; ok {
+			md["thread_id"] = v
+		}
+	}
 }
 
 func uuidAttr(a attrs, key string) string {

@@ -184,6 +184,14 @@ func TestOpenTelemetrySDK(t *testing.T) {
 	if tags, _ := a["tags"].([]string); len(tags) != 2 || tags[0] != "prod" || tags[1] != "agent" {
 		t.Errorf("agent tags %v", a["tags"])
 	}
+	// The LLM call inherits the project named on its parent in the same
+	// export; the tool, exported alone, is left to the ingest.
+	if l["session_name"] != "weather-project" {
+		t.Errorf("llm session_name %v", l["session_name"])
+	}
+	if _, ok := w["session_name"]; ok {
+		t.Errorf("tool session_name %v", w["session_name"])
+	}
 	md := metadataOf(l)
 	if md["ls_provider"] != "openai" || md["ls_model_name"] != "gpt-4o" || md["thread_id"] != "thread-1" || md["otel.scope.name"] != "weather" {
 		t.Errorf("llm metadata %v", md)
