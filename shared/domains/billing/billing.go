@@ -33,8 +33,9 @@ const MetricTraces = "traces"
 //	 "metric": "traces", "quantity": 3, "at": "2025-09-01T12:00:00Z"}
 //
 // id is the idempotency key: a redelivered event (same organization and id)
-// is counted once. Publishers should send one event per ingest request,
-// with the number of new traces as its quantity, rather than one per trace.
+// is counted once. It must be stable across retries of what produced the
+// event: "traces:<trace_id>" for one event per new trace, or the ingest
+// message's own id with the number of traces it created.
 type Event struct {
 	ID             string    `json:"id"`
 	OrganizationID string    `json:"organization_id"`
