@@ -6,6 +6,7 @@ package catalog
 
 import (
 	"github.com/agentplane/agentplane/shared/compose"
+	"github.com/agentplane/agentplane/shared/compose/billinggroup"
 	"github.com/agentplane/agentplane/shared/compose/buildgroup"
 	"github.com/agentplane/agentplane/shared/compose/controlplanegroup"
 	"github.com/agentplane/agentplane/shared/compose/datasetsgroup"
@@ -29,6 +30,7 @@ func Groups() []compose.Group {
 		scimgroup.Group,
 		datasetsgroup.Group,
 		promptsgroup.Group,
+		billinggroup.Group,
 	}
 }
 
