@@ -12,13 +12,12 @@ import (
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
 	"github.com/agentplane/agentplane/shared/kernel/workflow"
-	"gocloud.dev/blob"
 )
 
 // backend is the set of adapters a mode provides.
 type backend struct {
 	store store.Store
-	blobs *blob.Bucket
+	blobs blobs.Bucket
 	// send puts a raw message on the queue.
 	send func(ctx context.Context, body []byte) error
 	// consume runs the in-process consumer (local mode only).
@@ -60,7 +59,9 @@ func openLocal(ctx context.Context, cfg Config, log *slog.Logger) (*backend, err
 	}
 	be.store = st
 	be.closers = append(be.closers, st.Close)
-	bucket, err := blobs.OpenDir(filepath.Join(cfg.DataDir, "blobs"))
+	// Partial uploads go to a private folder inside the data folder (same
+	// file system, so they rename into place), never to the system's.
+	bucket, err := blobs.NewDir(filepath.Join(cfg.DataDir, "blobs"), filepath.Join(cfg.DataDir, "tmp", "blobs"))
 	if err != nil {
 		be.close()
 		return nil, fmt.Errorf("open blobs: %w", err)

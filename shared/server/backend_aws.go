@@ -28,7 +28,7 @@ func openAWS(ctx context.Context, cfg Config, log *slog.Logger) (*backend, error
 	}
 	be := &backend{store: dynamostore.New(dynamodb.NewFromConfig(awsCfg), cfg.Table)}
 	be.closers = append(be.closers, be.store.Close)
-	bucket, err := blobs.OpenS3(ctx, awsCfg, cfg.Bucket, blobs.S3Options{Endpoint: os.Getenv("AWS_ENDPOINT_URL_S3"), PathStyle: cfg.S3PathStyle})
+	bucket, err := blobs.OpenS3(awsCfg, cfg.Bucket, blobs.S3Options{Endpoint: os.Getenv("AWS_ENDPOINT_URL_S3"), PathStyle: cfg.S3PathStyle})
 	if err != nil {
 		be.close()
 		return nil, fmt.Errorf("open bucket: %w", err)

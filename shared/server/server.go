@@ -16,10 +16,10 @@ import (
 	"sync"
 
 	"github.com/agentplane/agentplane/shared/domains/identity"
+	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 	"github.com/agentplane/agentplane/shared/kernel/workflow"
-	"gocloud.dev/blob"
 )
 
 // Enqueuer sends a message to the background queue (SQS in AWS, in-process
@@ -32,7 +32,7 @@ type Enqueuer interface {
 type Deps struct {
 	Config   Config
 	Store    store.Store
-	Blobs    *blob.Bucket
+	Blobs    blobs.Bucket
 	Identity *identity.Service
 	// Queue delivers messages to Module.Consumers (at least once).
 	Queue Enqueuer

@@ -24,10 +24,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/secrets"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/web"
-	"gocloud.dev/blob"
 )
 
 // Queue topics this package sends and consumes.
@@ -65,7 +65,7 @@ type ThreadPurger interface {
 // Options configure a Service.
 type Options struct {
 	Store  store.Store
-	Blobs  *blob.Bucket
+	Blobs  blobs.Bucket
 	Queue  Enqueuer
 	Keeper secrets.Keeper
 	// BaseURL is this installation's public URL; a deployment is served at
