@@ -448,11 +448,12 @@ func testRestart(t *testing.T, newQueue Factory, reopen Reopen) {
 	if gap := back.at.Sub(receivedAt); gap < opts.VisibilityTimeout-time.Second/2 {
 		t.Errorf("redelivered %s after the crash, before its %s visibility timeout", gap, opts.VisibilityTimeout)
 	}
-	// The others were never handled; an adapter may have received one
-	// ahead for its next free handler, so that one counts two receives.
+	// The others were never handled, but their receive counts are not
+	// fixed: an adapter may have received them ahead for its next free
+	// handler (and then they too wait out a visibility timeout).
 	for body, d := range seen {
-		if body != string(inFlight.Body) && (d.m.Receives < 1 || d.m.Receives > 2) {
-			t.Errorf("%s: receives %d, want 1 (or 2 if received ahead)", body, d.m.Receives)
+		if d.m.Receives < 1 {
+			t.Errorf("%s: receives %d", body, d.m.Receives)
 		}
 	}
 	select {
