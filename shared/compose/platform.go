@@ -14,8 +14,8 @@ import (
 	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/queue"
-	"github.com/agentplane/agentplane/shared/kernel/queue/memqueue"
 	"github.com/agentplane/agentplane/shared/kernel/queue/sqsqueue"
+	"github.com/agentplane/agentplane/shared/kernel/queue/storequeue"
 	"github.com/agentplane/agentplane/shared/kernel/secrets"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
@@ -25,7 +25,6 @@ import (
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
-	"gocloud.dev/blob"
 )
 
 // Platform is what every module is built from: the adapters of the mode the
@@ -34,7 +33,7 @@ type Platform struct {
 	Config   Config
 	Log      *slog.Logger
 	Store    store.Store
-	Blobs    *blob.Bucket
+	Blobs    blobs.Bucket
 	Queue    *Publisher
 	Identity *identity.Service
 	// AWS is the SDK configuration (AWS mode only).
@@ -93,13 +92,21 @@ func (p *Platform) openLocal() error {
 	}
 	p.Store = st
 	p.closers = append(p.closers, st.Close)
-	bucket, err := blobs.OpenDir(filepath.Join(p.Config.DataDir, "blobs"))
+	// Partial uploads go to a private folder inside the data folder (same
+	// file system, so they rename into place), never to the system's.
+	bucket, err := blobs.NewDir(filepath.Join(p.Config.DataDir, "blobs"), filepath.Join(p.Config.DataDir, "tmp", "blobs"))
 	if err != nil {
 		return fmt.Errorf("open blobs: %w", err)
 	}
 	p.Blobs = bucket
 	p.closers = append(p.closers, bucket.Close)
-	p.local = &localQueue{q: memqueue.New(queue.Options{Logger: p.Log, RetryDelay: time.Second})}
+	// The local queue lives in the store: a message is on disk before
+	// Enqueue returns, and survives a crash or restart.
+	q, err := storequeue.New(p.Store, "local", queue.Options{Logger: p.Log, RetryDelay: time.Second})
+	if err != nil {
+		return fmt.Errorf("open queue: %w", err)
+	}
+	p.local = &localQueue{q: q}
 	p.Queue = &Publisher{send: func(ctx context.Context, _ string, body []byte) error { return p.local.q.Send(ctx, body) }}
 	p.starter = &lazyStarter{}
 	p.Workflows = p.starter
@@ -114,7 +121,7 @@ func (p *Platform) openAWS(ctx context.Context) error {
 	p.AWS = &awsCfg
 	p.Store = dynamostore.New(dynamodb.NewFromConfig(awsCfg), p.Config.Table)
 	p.closers = append(p.closers, p.Store.Close)
-	bucket, err := blobs.OpenS3(ctx, awsCfg, p.Config.Bucket, blobs.S3Options{Endpoint: os.Getenv("AWS_ENDPOINT_URL_S3"), PathStyle: p.Config.S3PathStyle})
+	bucket, err := blobs.OpenS3(awsCfg, p.Config.Bucket, blobs.S3Options{Endpoint: os.Getenv("AWS_ENDPOINT_URL_S3"), PathStyle: p.Config.S3PathStyle})
 	if err != nil {
 		return fmt.Errorf("open bucket: %w", err)
 	}
@@ -210,7 +217,7 @@ func (q *Publisher) Enqueue(ctx context.Context, topic string, payload any) erro
 }
 
 // localQueue is the local process's one queue for every topic.
-type localQueue struct{ q *memqueue.Queue }
+type localQueue struct{ q *storequeue.Queue }
 
 // lazyStarter lets modules hold a Starter before the local runner exists
 // (the runner needs every module's definitions).

@@ -31,9 +31,9 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/shared/domains/deployments"
+	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/workflow"
 	"github.com/distribution/reference"
-	"gocloud.dev/blob"
 )
 
 // WorkflowName is the build workflow's name (and the state machine's
@@ -82,7 +82,7 @@ type Revisions interface {
 // Deps are what a Builder runs with.
 type Deps struct {
 	Revisions Revisions
-	Blobs     *blob.Bucket
+	Blobs     blobs.Bucket
 	// DeploymentURL returns where a deployment is served.
 	DeploymentURL func(deploymentID string) string
 	Logger        *slog.Logger
@@ -263,20 +263,14 @@ func (b *Builder) fetchSource(ctx context.Context, job deployments.BuildJob, st 
 		return st, err
 	}
 	key := deployments.SourceKey(dep, rev)
-	wctx, abort := context.WithCancel(ctx)
-	defer abort()
-	w, err := b.d.Blobs.NewWriter(wctx, key, &blob.WriterOptions{ContentType: "application/gzip"})
+	var files Tree
+	err = b.writeBlob(ctx, key, func(w io.Writer) error {
+		var err error
+		files, err = src.WriteArchive(ctx, w)
+		return err
+	})
 	if err != nil {
-		return st, transient(err)
-	}
-	files, err := src.WriteArchive(wctx, w)
-	if err != nil {
-		abort()
-		_ = w.Close()
 		return st, err
-	}
-	if err := w.Close(); err != nil {
-		return st, transient(err)
 	}
 	p := deployments.Progress{CommitSHA: src.Commit.Hash.String(), RepoRef: src.Branch}
 	if err := b.advance(ctx, job, p); err != nil {
@@ -291,6 +285,32 @@ func (b *Builder) fetchSource(ctx context.Context, job deployments.BuildJob, st 
 	return st, nil
 }
 
+// errUploadEnded stops an archive writer whose upload has failed.
+var errUploadEnded = errors.New("builds: the upload ended")
+
+// writeBlob streams what write produces to the blob key (gzip). When write
+// fails its error is returned as it is (it may be permanent) and the blob is
+// left as it was; an upload failure is transient.
+func (b *Builder) writeBlob(ctx context.Context, key string, write func(io.Writer) error) error {
+	pr, pw := io.Pipe()
+	produced := make(chan error, 1)
+	go func() {
+		err := write(pw)
+		pw.CloseWithError(err) // nil: the upload sees the end of the archive
+		produced <- err
+	}()
+	err := b.d.Blobs.Put(ctx, key, pr, "application/gzip")
+	pr.CloseWithError(errUploadEnded) // a writer still writing stops
+	werr := <-produced
+	switch {
+	case werr != nil && !errors.Is(werr, errUploadEnded):
+		return werr
+	case err != nil:
+		return transient(err)
+	}
+	return nil
+}
+
 // skipsBuild reports whether the build steps have nothing to do.
 func skipsBuild(job deployments.BuildJob, st workflow.State) bool {
 	reuse, _ := st[KeyReuseArtifact].(bool)
@@ -303,7 +323,7 @@ func (b *Builder) validateConfig(ctx context.Context, job deployments.BuildJob, 
 		b.logf(ctx, dep, rev, StepValidateConfig, "Nothing to validate")
 		return st, nil
 	}
-	r, err := b.d.Blobs.NewReader(ctx, deployments.SourceKey(dep, rev), nil)
+	r, err := b.d.Blobs.Get(ctx, deployments.SourceKey(dep, rev))
 	if err != nil {
 		return st, transient(err)
 	}
@@ -385,30 +405,24 @@ func (b *Builder) build(ctx context.Context, job deployments.BuildJob, st workfl
 		// Built already (the step re-runs after a restart).
 		return done(key)
 	}
-	src, err := b.d.Blobs.NewReader(ctx, deployments.SourceKey(dep, rev), nil)
+	src, err := b.d.Blobs.Get(ctx, deployments.SourceKey(dep, rev))
 	if err != nil {
 		return st, transient(err)
 	}
 	defer src.Close()
-	wctx, abort := context.WithCancel(ctx)
-	defer abort()
-	w, err := b.d.Blobs.NewWriter(wctx, key, &blob.WriterOptions{ContentType: "application/gzip"})
-	if err != nil {
-		return st, transient(err)
-	}
 	graphs := append([]string(nil), job.Graphs...)
 	sort.Strings(graphs)
 	m := manifest{DeploymentID: dep, RevisionID: rev, RepoURL: job.RepoURL, Commit: job.CommitSHA,
 		GraphConfigPath: job.GraphConfigPath, Graphs: graphs, InstallCommand: job.InstallCommand,
 		BuildCommand: job.BuildCommand, SecretNames: job.SecretNames, BuiltAt: time.Now().UTC()}
-	n, err := packageArtifact(src, w, m)
+	var n int
+	err = b.writeBlob(ctx, key, func(w io.Writer) error {
+		var err error
+		n, err = packageArtifact(src, w, m)
+		return err
+	})
 	if err != nil {
-		abort()
-		_ = w.Close()
 		return st, err
-	}
-	if err := w.Close(); err != nil {
-		return st, transient(err)
 	}
 	out, err := done(key)
 	if err != nil {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/store"
-	"gocloud.dev/gcerrors"
 )
 
 // This file is the build workflow's view of revisions: what to build, and
@@ -252,8 +252,8 @@ const truncatedMarker = "log truncated: it exceeded 1 MiB"
 // read-append-write does not race.
 func (s *Service) AppendLog(ctx context.Context, depID, revID, step, message string) error {
 	key := LogKey(depID, revID)
-	old, err := s.o.Blobs.ReadAll(ctx, key)
-	if err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+	old, err := blobs.ReadAll(ctx, s.o.Blobs, key)
+	if err != nil && !errors.Is(err, blobs.ErrNotFound) {
 		return err
 	}
 	if bytes.Contains(old, []byte(truncatedMarker)) {
@@ -264,7 +264,7 @@ func (s *Service) AppendLog(ctx context.Context, depID, revID, step, message str
 		line = mustJSON(LogLine{Timestamp: s.now(), Step: step, Message: truncatedMarker})
 	}
 	buf := append(append(old, line...), '\n')
-	return s.o.Blobs.WriteAll(ctx, key, buf, nil)
+	return blobs.WriteAll(ctx, s.o.Blobs, key, buf, "application/x-ndjson")
 }
 
 // Logs returns a page of a revision's build log, oldest line first.
@@ -272,8 +272,8 @@ func (s *Service) Logs(ctx context.Context, ws, depID, revID string, limit, offs
 	if _, err := s.Revision(ctx, ws, depID, revID); err != nil {
 		return nil, err
 	}
-	data, err := s.o.Blobs.ReadAll(ctx, LogKey(depID, revID))
-	if gcerrors.Code(err) == gcerrors.NotFound {
+	data, err := blobs.ReadAll(ctx, s.o.Blobs, LogKey(depID, revID))
+	if errors.Is(err, blobs.ErrNotFound) {
 		return []LogLine{}, nil
 	}
 	if err != nil {

@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 
+	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/store"
-	"gocloud.dev/blob"
 )
 
 // Purge removes everything a deleted deployment owns — its threads (the
@@ -30,21 +29,8 @@ func (s *Service) Purge(ctx context.Context, id string) error {
 	if err := s.o.Queue.Enqueue(ctx, TopicDeleted, DeletedMessage{DeploymentID: id, WorkspaceID: d.WorkspaceID}); err != nil {
 		return fmt.Errorf("announce the deletion of %s: %w", id, err)
 	}
-	it := s.o.Blobs.List(&blob.ListOptions{Prefix: blobPrefix(id)})
-	for {
-		obj, err := it.Next(ctx)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		if obj.IsDir {
-			continue
-		}
-		if err := s.o.Blobs.Delete(ctx, obj.Key); err != nil {
-			return err
-		}
+	if err := blobs.DeletePrefix(ctx, s.o.Blobs, blobPrefix(id)); err != nil {
+		return err
 	}
 	if d.DeleteTracingProject {
 		if err := s.deleteTracingProject(ctx, d); err != nil {

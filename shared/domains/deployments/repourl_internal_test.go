@@ -3,13 +3,14 @@ package deployments
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 
+	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/secrets"
 	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
-	"gocloud.dev/blob/fileblob"
 )
 
 func TestNormalizeRepoURL(t *testing.T) {
@@ -112,7 +113,7 @@ func TestPurgeAnnouncesDeletion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	bucket, err := fileblob.OpenBucket(t.TempDir(), nil)
+	bucket, err := blobs.NewDir(filepath.Join(dir, "blobs"), filepath.Join(dir, "tmp"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +151,10 @@ func TestPurgeAnnouncesDeletion(t *testing.T) {
 	}
 	if ok, _ := bucket.Exists(ctx, LogKey(d.ID, *d.LatestRevisionID)); ok {
 		t.Fatal("build log left behind")
+	}
+	// Nor are the folders that held its blobs.
+	if entries, err := os.ReadDir(filepath.Join(dir, "blobs")); err != nil || len(entries) != 0 {
+		t.Fatalf("blob folders left behind: %v %v", entries, err)
 	}
 	if p.calls.Load() != 2 {
 		t.Fatalf("deletion announced %d times", p.calls.Load())

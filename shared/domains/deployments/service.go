@@ -24,9 +24,9 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/secrets"
 	"github.com/agentplane/agentplane/shared/kernel/store"
-	"gocloud.dev/blob"
 )
 
 // Queue topics this package sends and consumes.
@@ -68,7 +68,7 @@ type Enqueuer interface {
 // Options configure a Service.
 type Options struct {
 	Store  store.Store
-	Blobs  *blob.Bucket
+	Blobs  blobs.Bucket
 	Queue  Enqueuer
 	Keeper secrets.Keeper
 	// BaseURL is this installation's public URL; a deployment is served at

@@ -41,7 +41,7 @@ func benchService(b *testing.B, fast bool) *threads.Service {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	bucket, err := blobs.OpenDir(filepath.Join(dir, "blobs"))
+	bucket, err := blobs.NewDir(filepath.Join(dir, "blobs"), filepath.Join(dir, "tmp"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func seeded(b *testing.B) *threads.Service {
 			searchSeed.err = err
 			return
 		}
-		bucket, err := blobs.OpenDir(filepath.Join(dir, "blobs"))
+		bucket, err := blobs.NewDir(filepath.Join(dir, "blobs"), filepath.Join(dir, "tmp"))
 		if err != nil {
 			searchSeed.err = err
 			return

@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/store"
-	"gocloud.dev/gcerrors"
 )
 
 // inlineCheckpointMax is the largest encoded checkpoint kept inside its
@@ -66,7 +65,7 @@ func (s *Service) checkpointPut(ctx context.Context, dep, chain string, cp *chec
 	var bk string
 	if len(raw) > inlineCheckpointMax {
 		bk = blobKey(dep, chain, cp.ID)
-		if err := s.blobs.WriteAll(ctx, bk, raw, nil); err != nil {
+		if err := blobs.WriteAll(ctx, s.blobs, bk, raw, "application/json"); err != nil {
 			return store.TxOp{}, "", fmt.Errorf("threads: write checkpoint blob: %w", err)
 		}
 		sc = storedCheckpoint{Blob: bk, Size: len(raw)}
@@ -85,7 +84,7 @@ func (s *Service) dropBlobs(ctx context.Context, keys []string) {
 		if k == "" {
 			continue
 		}
-		if err := s.blobs.Delete(context.WithoutCancel(ctx), k); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		if err := s.blobs.Delete(context.WithoutCancel(ctx), k); err != nil {
 			s.log.Warn("threads: could not remove an unused checkpoint blob", "key", k, "error", err.Error())
 		}
 	}
@@ -103,12 +102,7 @@ func (s *Service) decodeCheckpoint(ctx context.Context, data []byte) (*checkpoin
 	if sc.Blob == "" {
 		return nil, errors.New("threads: corrupt checkpoint: neither inline nor blob")
 	}
-	r, err := s.blobs.NewReader(ctx, sc.Blob, nil)
-	if err != nil {
-		return nil, fmt.Errorf("threads: read checkpoint blob: %w", err)
-	}
-	defer r.Close()
-	raw, err := io.ReadAll(r)
+	raw, err := blobs.ReadAll(ctx, s.blobs, sc.Blob)
 	if err != nil {
 		return nil, fmt.Errorf("threads: read checkpoint blob: %w", err)
 	}
@@ -313,16 +307,16 @@ func (s *Service) dropCheckpoints(ctx context.Context, chain string) error {
 			return nil
 		}
 		ops := make([]store.TxOp, 0, len(page.Items))
-		var blobs []string
+		var blobKeys []string
 		for _, it := range page.Items {
 			var sc storedCheckpoint
 			if json.Unmarshal(it.Data, &sc) == nil && sc.Blob != "" {
-				blobs = append(blobs, sc.Blob)
+				blobKeys = append(blobKeys, sc.Blob)
 			}
 			ops = append(ops, store.TxOp{Kind: store.OpDelete, Key: it.Key})
 		}
-		for _, b := range blobs {
-			if err := s.blobs.Delete(ctx, b); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		for _, b := range blobKeys {
+			if err := s.blobs.Delete(ctx, b); err != nil {
 				return fmt.Errorf("threads: delete checkpoint blob: %w", err)
 			}
 		}

@@ -23,7 +23,6 @@ import (
 	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 	"github.com/google/uuid"
-	"gocloud.dev/blob"
 )
 
 // resolver is a control plane stand-in for the HTTP tests (the end-to-end
@@ -80,7 +79,7 @@ type env struct {
 	srv    *httptest.Server
 	svc    *threads.Service
 	st     *recordingStore
-	bucket *blob.Bucket
+	bucket blobs.Bucket
 	res    *resolver
 	clock  *clock
 	ids    *identity.Service
@@ -103,7 +102,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bucket, err := blobs.OpenDir(filepath.Join(dir, "blobs"))
+	bucket, err := blobs.NewDir(filepath.Join(dir, "blobs"), filepath.Join(dir, "tmp"))
 	if err != nil {
 		t.Fatal(err)
 	}

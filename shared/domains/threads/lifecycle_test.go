@@ -2,7 +2,6 @@ package threads_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -11,7 +10,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"gocloud.dev/blob"
+
+	"github.com/agentplane/agentplane/shared/kernel/blobs"
 )
 
 func TestPatchAndDelete(t *testing.T) {
@@ -183,20 +183,13 @@ func TestLargeState(t *testing.T) {
 	}
 }
 
-func countBlobs(t *testing.T, b *blob.Bucket) int {
+func countBlobs(t *testing.T, b blobs.Bucket) int {
 	t.Helper()
-	it := b.List(&blob.ListOptions{Prefix: "threads/"})
 	n := 0
-	for {
-		_, err := it.Next(context.Background())
-		if err == io.EOF {
-			return n
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		n++
+	if err := b.List(context.Background(), "threads/", func(string, int64) error { n++; return nil }); err != nil {
+		t.Fatal(err)
 	}
+	return n
 }
 
 func TestPurgeDeployment(t *testing.T) {

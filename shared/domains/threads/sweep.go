@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/store"
-	"gocloud.dev/blob"
 )
 
 // Sweep is the periodic maintenance: it expires threads whose TTL ran out
@@ -171,19 +170,7 @@ func (s *Service) PurgeDeployment(ctx context.Context, dep string) error {
 			return err
 		}
 	}
-	it := s.blobs.List(&blob.ListOptions{Prefix: "threads/" + dep + "/"})
-	for {
-		obj, err := it.Next(ctx)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		}
-		if err := s.blobs.Delete(ctx, obj.Key); err != nil {
-			return err
-		}
-	}
+	return blobs.DeletePrefix(ctx, s.blobs, "threads/"+dep+"/")
 }
 
 func (s *Service) purgeThread(ctx context.Context, dep, tid string) error {

@@ -18,8 +18,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/store"
-	"gocloud.dev/blob"
 )
 
 // Target is what the thread API needs to know about a deployment.
@@ -57,7 +57,7 @@ type GCMessage struct {
 // Options configure a Service.
 type Options struct {
 	Store store.Store
-	Blobs *blob.Bucket
+	Blobs blobs.Bucket
 	// Queue may be nil: collection then waits for Sweep.
 	Queue  Enqueuer
 	Logger *slog.Logger
@@ -70,7 +70,7 @@ type Options struct {
 // Service implements the thread API.
 type Service struct {
 	st         store.Store
-	blobs      *blob.Bucket
+	blobs      blobs.Bucket
 	queue      Enqueuer
 	log        *slog.Logger
 	now        func() time.Time

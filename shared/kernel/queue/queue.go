@@ -2,8 +2,9 @@
 // senders put small text messages (JSON), a consumer runs a handler on each,
 // deletes it when the handler succeeds, makes it visible again after a delay
 // when the handler fails, and moves it to a dead-letter queue after a number
-// of failed receives. Adapters: memqueue (in-process) and sqsqueue (SQS). The
-// suite in queuetest defines the semantics; both adapters pass it.
+// of failed receives. Adapters: memqueue (in-process, lost on exit),
+// storequeue (durable, over the store port: boltstore locally) and sqsqueue
+// (SQS). The suite in queuetest defines the semantics; all three pass it.
 //
 // gocloud.dev/pubsub was considered: its portable API has no receive count
 // and no per-message retry delay, so dead-lettering and visibility-timeout

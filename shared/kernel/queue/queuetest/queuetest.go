@@ -18,8 +18,28 @@ import (
 // its own clean-up with t.
 type Factory func(t *testing.T, opts queue.Options) queue.Queue
 
+// Reopen simulates a restart of the process that holds q: it returns a new
+// handle on the same queue (the same stored messages). q and its consumers
+// are abandoned as after a crash: nothing is acknowledged or handed back.
+type Reopen func(t *testing.T, q queue.Queue, opts queue.Options) queue.Queue
+
+// Option adapts the suite to an adapter.
+type Option func(*config)
+
+type config struct {
+	reopen Reopen
+}
+
+// Durable runs the restart cases too, for an adapter whose messages outlive
+// the process (sqsqueue, storequeue); reopen makes the new handle.
+func Durable(reopen Reopen) Option { return func(c *config) { c.reopen = reopen } }
+
 // Run runs the suite. Its tests run in parallel, each on its own queues.
-func Run(t *testing.T, newQueue Factory) {
+func Run(t *testing.T, newQueue Factory, opts ...Option) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
 	t.Run("Delivery", func(t *testing.T) { t.Parallel(); testDelivery(t, newQueue) })
 	t.Run("InvalidBody", func(t *testing.T) { t.Parallel(); testInvalid(t, newQueue) })
 	t.Run("Ack", func(t *testing.T) { t.Parallel(); testAck(t, newQueue) })
@@ -28,6 +48,10 @@ func Run(t *testing.T, newQueue Factory) {
 	t.Run("DeadLetter", func(t *testing.T) { t.Parallel(); testDeadLetter(t, newQueue) })
 	t.Run("ConcurrentSenders", func(t *testing.T) { t.Parallel(); testConcurrent(t, newQueue) })
 	t.Run("StopHandsBack", func(t *testing.T) { t.Parallel(); testStop(t, newQueue) })
+	t.Run("CompetingConsumers", func(t *testing.T) { t.Parallel(); testCompeting(t, newQueue) })
+	if c.reopen != nil {
+		t.Run("Restart", func(t *testing.T) { t.Parallel(); testRestart(t, newQueue, c.reopen) })
+	}
 }
 
 // consume runs Consume in the background until the test ends, and checks
@@ -301,5 +325,140 @@ func testStop(t *testing.T, newQueue Factory) {
 	// can pick the message up and hand it back again.)
 	if m := recv(t, got, 20*time.Second); string(m.Body) != "long job" || m.Receives < 2 {
 		t.Errorf("after stop: %q receives %d", m.Body, m.Receives)
+	}
+}
+
+// Several Consume loops share a queue: every message is handled, and no
+// message is ever handled by two of them at once.
+func testCompeting(t *testing.T, newQueue Factory) {
+	const n = 60
+	opts := queue.Options{Concurrency: 3, VisibilityTimeout: 30 * time.Second}
+	q := newQueue(t, opts)
+	CompetingConsumers(t, q, []queue.Consumer{q, q, q}, n)
+}
+
+// CompetingConsumers sends n messages to q while the consumers (which
+// share q's messages: Consume loops of q, or handles of q in other
+// processes) run, and checks that every message is handled and none by two
+// consumers at once. Adapters whose handles can share a queue run it with
+// several handles.
+func CompetingConsumers(t *testing.T, q queue.Sender, consumers []queue.Consumer, n int) {
+	var mu sync.Mutex
+	inFlight := map[string]bool{}
+	handled := map[string]int{}
+	all := make(chan struct{})
+	for _, c := range consumers {
+		consume(t, c, func(ctx context.Context, m queue.Message) error {
+			mu.Lock()
+			if inFlight[m.ID] {
+				t.Errorf("message %s handled by two consumers at once", m.Body)
+			}
+			inFlight[m.ID] = true
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond)
+			mu.Lock()
+			defer mu.Unlock()
+			delete(inFlight, m.ID)
+			handled[string(m.Body)]++
+			if len(handled) == n {
+				select {
+				case <-all:
+				default:
+					close(all)
+				}
+			}
+			return nil
+		})
+	}
+	for i := range n {
+		if err := q.Send(context.Background(), fmt.Appendf(nil, "m%02d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-all:
+	case <-time.After(60 * time.Second):
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("%d of %d messages handled", len(handled), n)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for body, k := range handled {
+		if k > 1 {
+			// At-least-once allows it, but not within a visibility timeout
+			// that no handler came near.
+			t.Errorf("%s handled %d times", body, k)
+		}
+	}
+}
+
+// A restart keeps every message: those never received are delivered by the
+// new process, and one that was received but never acknowledged (the old
+// process died in its handler) comes back once its visibility timeout has
+// passed, counted as a second receive.
+func testRestart(t *testing.T, newQueue Factory, reopen Reopen) {
+	opts := queue.Options{Concurrency: 1, VisibilityTimeout: 2 * time.Second, RetryDelay: -1}
+	q := newQueue(t, opts)
+	for _, body := range []string{"first", "second", "third"} {
+		if err := q.Send(context.Background(), []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	started := make(chan queue.Message, 1)
+	block := make(chan struct{})
+	consume(t, q, func(ctx context.Context, m queue.Message) error {
+		started <- m
+		<-block // the process dies here
+		return errors.New("never returns before the crash")
+	})
+	// Registered after consume, so it runs first and lets that stop.
+	t.Cleanup(func() { close(block) })
+	inFlight := recv(t, started, 20*time.Second)
+	receivedAt := time.Now()
+
+	q2 := reopen(t, q, opts)
+	type delivery struct {
+		m  queue.Message
+		at time.Time
+	}
+	got := make(chan delivery, 10)
+	consume(t, q2, func(ctx context.Context, m queue.Message) error {
+		got <- delivery{m, time.Now()}
+		return nil
+	})
+	seen := map[string]delivery{}
+	deadline := time.After(60 * time.Second)
+	for len(seen) < 3 {
+		select {
+		case d := <-got:
+			if _, dup := seen[string(d.m.Body)]; dup {
+				t.Errorf("%s delivered twice after the restart", d.m.Body)
+			}
+			seen[string(d.m.Body)] = d
+		case <-deadline:
+			t.Fatalf("after the restart only %d of 3 messages came: %v", len(seen), seen)
+		}
+	}
+	back := seen[string(inFlight.Body)]
+	if back.m.ID != inFlight.ID || back.m.Receives < 2 {
+		t.Errorf("the message in flight at the crash came back as %+v (was %+v)", back.m, inFlight)
+	}
+	// Not before its visibility timeout (SQS counts whole seconds).
+	if gap := back.at.Sub(receivedAt); gap < opts.VisibilityTimeout-time.Second/2 {
+		t.Errorf("redelivered %s after the crash, before its %s visibility timeout", gap, opts.VisibilityTimeout)
+	}
+	// The others were never handled, but their receive counts are not
+	// fixed: an adapter may have received them ahead for its next free
+	// handler (and then they too wait out a visibility timeout).
+	for body, d := range seen {
+		if d.m.Receives < 1 {
+			t.Errorf("%s: receives %d", body, d.m.Receives)
+		}
+	}
+	select {
+	case d := <-got:
+		t.Errorf("unexpected delivery %q (receive %d)", d.m.Body, d.m.Receives)
+	case <-time.After(1500 * time.Millisecond):
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -34,6 +35,8 @@ func TestConformance(t *testing.T) {
 		Region:      "us-east-1",
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""),
 	}, endpoint(t))
+	var mu sync.Mutex
+	urls := map[queue.Queue]string{}
 	queuetest.Run(t, func(t *testing.T, opts queue.Options) queue.Queue {
 		ctx := context.Background()
 		name := "agentplane-test-" + rand.Text()[:12]
@@ -46,8 +49,16 @@ func TestConformance(t *testing.T) {
 				t.Errorf("delete queue: %v", err)
 			}
 		})
-		return sqsqueue.New(client, aws.ToString(out.QueueUrl), opts)
-	})
+		q := sqsqueue.New(client, aws.ToString(out.QueueUrl), opts)
+		mu.Lock()
+		urls[q] = aws.ToString(out.QueueUrl)
+		mu.Unlock()
+		return q
+	}, queuetest.Durable(func(t *testing.T, q queue.Queue, opts queue.Options) queue.Queue {
+		mu.Lock()
+		defer mu.Unlock()
+		return sqsqueue.New(client, urls[q], opts)
+	}))
 }
 
 func TestMissingQueue(t *testing.T) {

@@ -42,6 +42,9 @@ type Store struct {
 	stop chan struct{}
 	done sync.WaitGroup
 	once sync.Once
+	// commits groups concurrent writes into shared bbolt transactions
+	// (commit.go).
+	commits committer
 }
 
 var _ store.Store = (*Store)(nil)
@@ -65,6 +68,7 @@ func Open(path string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, stop: make(chan struct{})}
+	s.commits.db = db
 	s.done.Add(1)
 	go s.sweep()
 	return s, nil
@@ -308,6 +312,33 @@ func check(c store.Condition, r record, live bool) error {
 	return nil
 }
 
+// change is a planned write of one key: computed (and checked) from the
+// current state before anything is written, so that a write that fails its
+// condition or a limit has written nothing (see commit.go).
+type change struct {
+	k     store.Key
+	old   record // what is stored, live or not
+	found bool
+	nr    record
+	del   bool // remove the item (when found) instead of writing nr
+}
+
+// apply writes c. Its errors are bbolt's own (never a condition), and
+// leave the transaction half-written: they are marked dirty.
+func (c change) apply(tx *bolt.Tx) error {
+	var err error
+	switch {
+	case c.del && c.found:
+		err = remove(tx, c.k, c.old)
+	case !c.del:
+		err = write(tx, c.k, c.old, c.found, c.nr)
+	}
+	if err != nil {
+		return dirty{err}
+	}
+	return nil
+}
+
 // write replaces k's record (old is what was stored, live or not) and its
 // index and expiry entries.
 func write(tx *bolt.Tx, k store.Key, old record, hadOld bool, nr record) error {
@@ -369,20 +400,20 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 	return it, err
 }
 
-func putTx(tx *bolt.Tx, it store.Item, c store.Condition, now time.Time) (record, error) {
+func planPut(tx *bolt.Tx, it store.Item, c store.Condition, now time.Time) (change, error) {
 	old, found, live, err := loadLive(tx, it.Key, now)
 	if err != nil {
-		return record{}, err
+		return change{}, err
 	}
 	if err := check(c, old, live); err != nil {
-		return record{}, err
+		return change{}, err
 	}
 	nr := toRecord(it)
 	nr.V = 1
 	if live {
 		nr.V = old.V + 1
 	}
-	return nr, write(tx, it.Key, old, found, nr)
+	return change{k: it.Key, old: old, found: found, nr: nr}, nil
 }
 
 // Put implements store.Store.
@@ -393,25 +424,28 @@ func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (stor
 	if err := store.CheckCond(c); err != nil {
 		return store.Item{}, err
 	}
-	var out store.Item
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		nr, err := putTx(tx, it, c, time.Now())
-		out = fromRecord(it.Key, nr)
-		return err
+	var nr record
+	err := s.commits.write(func(tx *bolt.Tx) error {
+		ch, err := planPut(tx, it, c, time.Now())
+		if err != nil {
+			return err
+		}
+		nr = ch.nr
+		return ch.apply(tx)
 	})
 	if err != nil {
 		return store.Item{}, err
 	}
-	return out, nil
+	return fromRecord(it.Key, nr), nil
 }
 
-func updateTx(tx *bolt.Tx, u store.Update, now time.Time) (record, error) {
+func planUpdate(tx *bolt.Tx, u store.Update, now time.Time) (change, error) {
 	old, found, live, err := loadLive(tx, u.Key, now)
 	if err != nil {
-		return record{}, err
+		return change{}, err
 	}
 	if err := check(u.Cond, old, live); err != nil {
-		return record{}, err
+		return change{}, err
 	}
 	// An expired item counts as absent: the update starts from nothing.
 	nr := record{V: 1}
@@ -447,9 +481,9 @@ func updateTx(tx *bolt.Tx, u store.Update, now time.Time) (record, error) {
 		}
 	}
 	if store.Size(fromRecord(u.Key, nr)) > store.MaxItemSize {
-		return record{}, store.ErrTooLarge
+		return change{}, store.ErrTooLarge
 	}
-	return nr, write(tx, u.Key, old, found, nr)
+	return change{k: u.Key, old: old, found: found, nr: nr}, nil
 }
 
 func cloneMap[V any](m map[string]V) map[string]V {
@@ -468,30 +502,30 @@ func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) 
 	if err := store.CheckUpdate(u); err != nil {
 		return store.Item{}, err
 	}
-	var out store.Item
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		nr, err := updateTx(tx, u, time.Now())
-		out = fromRecord(u.Key, nr)
-		return err
+	var nr record
+	err := s.commits.write(func(tx *bolt.Tx) error {
+		ch, err := planUpdate(tx, u, time.Now())
+		if err != nil {
+			return err
+		}
+		nr = ch.nr
+		return ch.apply(tx)
 	})
 	if err != nil {
 		return store.Item{}, err
 	}
-	return out, nil
+	return fromRecord(u.Key, nr), nil
 }
 
-func deleteTx(tx *bolt.Tx, k store.Key, c store.Condition, now time.Time) error {
+func planDelete(tx *bolt.Tx, k store.Key, c store.Condition, now time.Time) (change, error) {
 	old, found, live, err := loadLive(tx, k, now)
 	if err != nil {
-		return err
+		return change{}, err
 	}
 	if err := check(c, old, live); err != nil {
-		return err
+		return change{}, err
 	}
-	if !found {
-		return nil
-	}
-	return remove(tx, k, old)
+	return change{k: k, old: old, found: found, del: true}, nil
 }
 
 // Delete implements store.Store.
@@ -502,7 +536,13 @@ func (s *Store) Delete(ctx context.Context, k store.Key, c store.Condition) erro
 	if err := store.CheckCond(c); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return deleteTx(tx, k, c, time.Now()) })
+	return s.commits.write(func(tx *bolt.Tx) error {
+		ch, err := planDelete(tx, k, c, time.Now())
+		if err != nil {
+			return err
+		}
+		return ch.apply(tx)
+	})
 }
 
 // txKey returns the key and condition of a checked operation.
@@ -516,16 +556,17 @@ func txKey(op store.TxOp) (store.Key, store.Condition) {
 	return op.Key, op.Cond
 }
 
-// Transact implements store.Store: one bbolt transaction, rolled back
-// whole on any error.
+// Transact implements store.Store: every operation is checked and
+// planned before any is written, so a failed transaction writes nothing.
 func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
 	if err := store.CheckTx(ops); err != nil {
 		return err
 	}
-	now := time.Now()
-	return s.db.Update(func(tx *bolt.Tx) error {
-		// Every condition is checked before any write (operations touch
-		// distinct keys, so none can change another's outcome).
+	return s.commits.write(func(tx *bolt.Tx) error {
+		now := time.Now()
+		// Every condition is checked first, so the failing one is reported
+		// whatever else is wrong (operations touch distinct keys, so none
+		// can change another's outcome).
 		for i, op := range ops {
 			k, c := txKey(op)
 			r, _, live, err := loadLive(tx, k, now)
@@ -536,19 +577,29 @@ func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
 				return &store.TxConditionError{Index: i}
 			}
 		}
+		changes := make([]change, 0, len(ops))
 		for _, op := range ops {
+			var ch change
 			var err error
 			switch op.Kind {
 			case store.OpPut:
-				_, err = putTx(tx, op.Item, store.Condition{}, now)
+				ch, err = planPut(tx, op.Item, store.Condition{}, now)
 			case store.OpUpdate:
 				u := op.Update
 				u.Cond = store.Condition{}
-				_, err = updateTx(tx, u, now)
+				ch, err = planUpdate(tx, u, now)
 			case store.OpDelete:
-				err = deleteTx(tx, op.Key, store.Condition{}, now)
+				ch, err = planDelete(tx, op.Key, store.Condition{}, now)
+			case store.OpCheck:
+				continue
 			}
 			if err != nil {
+				return err
+			}
+			changes = append(changes, ch)
+		}
+		for _, ch := range changes {
+			if err := ch.apply(tx); err != nil {
 				return err
 			}
 		}
