@@ -121,11 +121,15 @@ func peerAddr(r *http.Request) netip.Addr {
 // parseHost reads "ip", "ip:port" or "[ip]:port"; the zero Addr when none.
 func parseHost(s string) netip.Addr {
 	s = strings.TrimSpace(s)
+	// Try the likely form first: a failed parse allocates its error.
+	if strings.HasPrefix(s, "[") || strings.Count(s, ":") == 1 {
+		if ap, err := netip.ParseAddrPort(s); err == nil {
+			return ap.Addr().Unmap()
+		}
+		return netip.Addr{}
+	}
 	if a, err := netip.ParseAddr(s); err == nil {
 		return a.Unmap()
-	}
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().Unmap()
 	}
 	return netip.Addr{}
 }

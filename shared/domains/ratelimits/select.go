@@ -52,7 +52,30 @@ var (
 	// first; the first one that applies to a request is its row.
 	order                           = buildOrder()
 	defaultKey, defaultUser, catchA = fallbacks()
+	// byMethod is order filtered for each method the table names; other
+	// methods use anyMethod. (A lookup instead of testing every entry.)
+	byMethod, anyMethod = splitByMethod(order)
 )
+
+func splitByMethod(all []candidate) (map[string][]candidate, []candidate) {
+	by := map[string][]candidate{}
+	var anyM []candidate
+	for _, c := range all {
+		if c.match.Method == "" {
+			anyM = append(anyM, c)
+		} else {
+			by[c.match.Method] = nil
+		}
+	}
+	for m := range by {
+		for _, c := range all {
+			if c.match.Method == "" || c.match.Method == m {
+				by[m] = append(by[m], c)
+			}
+		}
+	}
+	return by, anyM
+}
 
 func buildOrder() []candidate {
 	var out []candidate
@@ -112,14 +135,18 @@ func selectRow(method, path string, p Presence, static bool) int {
 		// net/http serves HEAD with the GET handler: count it as one.
 		method = "GET"
 	}
-	for _, c := range order {
-		if !p.carries(rows[c.row].Identity) {
-			continue
-		}
-		if c.match.Method != "" && c.match.Method != method {
-			continue
-		}
-		if matchPath(c.match, path, static) {
+	cands, ok := byMethod[method]
+	if !ok {
+		cands = anyMethod
+	}
+	// The path below Mount, for exact, template and prefix tests.
+	below := ""
+	if len(path) > len(Mount) && path[len(Mount)] == '/' && strings.HasPrefix(path, Mount) {
+		below = path[len(Mount):]
+	}
+	for i := range cands {
+		c := &cands[i]
+		if p.carries(rows[c.row].Identity) && matchPaths(c.match, path, below, static) {
 			return c.row
 		}
 	}
@@ -151,10 +178,10 @@ func Category(method, path string) string {
 	return rows[i].Category
 }
 
-// matchPath tests one alternative against a request path (or, static, a
+// matchPaths tests one alternative against a request path (or, static, a
 // route pattern). Exact, template and prefix tests also match the path
-// below Mount.
-func matchPath(m Match, path string, static bool) bool {
+// below Mount (below, "" when the path is not under Mount).
+func matchPaths(m Match, path, below string, static bool) bool {
 	switch m.Kind {
 	case AnyPath:
 		return true
@@ -163,11 +190,7 @@ func matchPath(m Match, path string, static bool) bool {
 	case Suffix:
 		return strings.HasSuffix(path, m.Path)
 	}
-	if rooted(m, path, static) {
-		return true
-	}
-	return len(path) > len(Mount) && path[len(Mount)] == '/' && strings.HasPrefix(path, Mount) &&
-		rooted(m, path[len(Mount):], static)
+	return rooted(m, path, static) || below != "" && rooted(m, below, static)
 }
 
 func rooted(m Match, path string, static bool) bool {
