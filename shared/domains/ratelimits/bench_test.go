@@ -74,9 +74,11 @@ func BenchmarkMiddlewareOuterAndWrap(b *testing.B) {
 	r := benchRequests()["api-key"]
 	w := &discard{h: http.Header{}}
 	b.ReportAllocs()
+	cpu := cpuTime()
 	for b.Loop() {
 		h.ServeHTTP(w, r)
 	}
+	reportCPU(b, cpu)
 }
 
 func BenchmarkMiddlewareParallel(b *testing.B) {
@@ -139,6 +141,23 @@ func BenchmarkStoreLimiterBolt(b *testing.B) {
 			b.Fatal(d, err)
 		}
 	}
+}
+
+// BenchmarkStoreLimiterDynamoDB is one request counted through the DynamoDB
+// adapter against minidyn on loopback: the SDK's and the adapter's work per
+// request (real DynamoDB adds its network round trip).
+func BenchmarkStoreLimiterDynamoDB(b *testing.B) {
+	st := openDynamo(b)
+	lim, _ := ratelimits.NewStoreLimiter(ratelimits.StoreOptions{Store: st, Now: tick()})
+	rate := ratelimits.Rate{Count: 1000, Interval: 10 * time.Second}
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		if d, err := lim.Take(context.Background(), keyN(1), rate); err != nil || !d.Allowed {
+			b.Fatal(d, err)
+		}
+	}
+	reportCPU(b, cpu)
 }
 
 // BenchmarkStoreLimiterRefused is a refused request after the window's

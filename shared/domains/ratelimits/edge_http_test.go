@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -111,10 +112,13 @@ func TestMountedEdge(t *testing.T) {
 
 	// The routes' declared categories agree with the table (the drift
 	// check the composition runs over every group).
-	for _, s := range queryRoutes.Specs() {
-		if got := ratelimits.Category(s.Method, s.Path); got != s.Limit {
-			t.Errorf("%s: declares %q, the table says %q", s.Pattern(), s.Limit, got)
-		}
+	if err := ratelimits.CheckLimits(queryRoutes.Specs()...); err != nil {
+		t.Error(err)
+	}
+	wrong := queryRoutes.Specs()[0]
+	wrong.Limit = "Run query (User)"
+	if err := ratelimits.CheckLimits(wrong); err == nil || !strings.Contains(err.Error(), "POST /runs/query") {
+		t.Errorf("a wrong Limit passed the check: %v", err)
 	}
 
 	send := func(method, path, key string) *http.Response {

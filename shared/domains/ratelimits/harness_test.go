@@ -4,19 +4,29 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/logging"
+	minidyn "github.com/truora/minidyn/server"
 
 	"github.com/agentplane/agentplane/shared/domains/ratelimits"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
+	"github.com/agentplane/agentplane/shared/kernel/store/dynamostore"
 )
 
 // clock is the injected time: tests move it, nothing sleeps.
@@ -52,7 +62,7 @@ var limiterKinds = []limiterKind{
 	{"memory", func(t testing.TB, clk *clock) (ratelimits.Limiter, store.Store) {
 		return ratelimits.NewMemoryLimiter(ratelimits.MemoryOptions{Now: clk.Now}), nil
 	}},
-	{"store", func(t testing.TB, clk *clock) (ratelimits.Limiter, store.Store) {
+	{"boltstore", func(t testing.TB, clk *clock) (ratelimits.Limiter, store.Store) {
 		st := openBolt(t)
 		l, err := ratelimits.NewStoreLimiter(ratelimits.StoreOptions{Store: st, Now: clk.Now})
 		if err != nil {
@@ -60,6 +70,40 @@ var limiterKinds = []limiterKind{
 		}
 		return l, st
 	}},
+}
+
+// The store limiter through the DynamoDB adapter, against minidyn served
+// in process on 127.0.0.1: the conditional UpdateItem the Lambdas send.
+func init() {
+	limiterKinds = append(limiterKinds, limiterKind{"dynamostore", func(t testing.TB, clk *clock) (ratelimits.Limiter, store.Store) {
+		st := openDynamo(t)
+		l, err := ratelimits.NewStoreLimiter(ratelimits.StoreOptions{Store: st, Now: clk.Now, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l, st
+	}})
+}
+
+var tables atomic.Int64
+
+func openDynamo(t testing.TB) store.Store {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(minidyn.NewServer())
+	srv.Listener.Close()
+	srv.Listener = l
+	srv.Start()
+	t.Cleanup(srv.Close)
+	c := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", ""), Logger: logging.Nop{}})
+	table := fmt.Sprintf("rl%d", tables.Add(1))
+	if err := dynamostore.CreateTable(context.Background(), c, table); err != nil {
+		t.Fatal(err)
+	}
+	return dynamostore.New(c, table)
 }
 
 func openBolt(t testing.TB) store.Store {

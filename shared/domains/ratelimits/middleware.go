@@ -197,7 +197,7 @@ func seconds(d time.Duration) int64 {
 // identity) and the rate that applies in the configured region.
 func (s *Service) Classify(r *http.Request) (Row, Key, Rate) {
 	i, k := s.classify(r)
-	return Rows()[i], k, rows[i].Rate(s.cfg.Region)
+	return rowAt(i), k, rows[i].Rate(s.cfg.Region)
 }
 
 func (s *Service) classify(r *http.Request) (int, Key) {

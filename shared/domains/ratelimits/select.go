@@ -1,8 +1,12 @@
 package ratelimits
 
 import (
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/agentplane/agentplane/shared/kernel/api"
 )
 
 // Presence says which identity headers a request carries.
@@ -162,7 +166,7 @@ func selectRow(method, path string, p Presence, static bool) int {
 // Select returns the row that counts a request with this method, path and
 // identity headers.
 func Select(method, path string, p Presence) Row {
-	return Rows()[selectRow(method, path, p, false)]
+	return rowAt(selectRow(method, path, p, false))
 }
 
 // Category is the rate-limit category a route falls under for a caller
@@ -176,6 +180,19 @@ func Category(method, path string) string {
 		return ""
 	}
 	return rows[i].Category
+}
+
+// CheckLimits compares each route's declared Limit with the table's
+// Category for it, and returns every disagreement (nil when none): the
+// composition runs it over every route group it serves.
+func CheckLimits(specs ...api.Spec) error {
+	var errs []error
+	for _, s := range specs {
+		if want := Category(s.Method, s.Path); s.Limit != want {
+			errs = append(errs, fmt.Errorf("ratelimits: %s (group %s) declares Limit %q; the table says %q", s.Pattern(), s.Group, s.Limit, want))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // matchPaths tests one alternative against a request path (or, static, a

@@ -243,11 +243,17 @@ var rows = []Row{
 // Rows returns a copy of the table, in the seed's order.
 func Rows() []Row {
 	out := make([]Row, len(rows))
-	for i, r := range rows {
-		r.Matches = append([]Match(nil), r.Matches...)
-		out[i] = r
+	for i := range rows {
+		out[i] = rowAt(i)
 	}
 	return out
+}
+
+// rowAt copies rows[i], so callers cannot change the table.
+func rowAt(i int) Row {
+	r := rows[i]
+	r.Matches = append([]Match(nil), r.Matches...)
+	return r
 }
 
 // RowBySeq returns the row at position seq (1-based) of the seed's table.
@@ -255,5 +261,5 @@ func RowBySeq(seq int) (Row, bool) {
 	if seq < 1 || seq > len(rows) {
 		return Row{}, false
 	}
-	return Rows()[seq-1], true
+	return rowAt(seq - 1), true
 }
