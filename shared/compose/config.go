@@ -3,6 +3,7 @@ package compose
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/agentplane/agentplane/shared/domains/ratelimits"
 	"net"
 	"os"
 	"path/filepath"
@@ -51,6 +52,10 @@ type Config struct {
 	WebhookSecret string
 	// LogLevel is debug, info, warn or error (AGENTPLANE_LOG_LEVEL).
 	LogLevel string
+
+	// RateLimits is the interface's rate-limit table's configuration:
+	// always on in AWS, AGENTPLANE_RATE_LIMITS=on locally.
+	RateLimits ratelimits.Config
 
 	// AWS mode.
 	Table  string // AGENTPLANE_TABLE
@@ -104,6 +109,9 @@ func ConfigFromEnv() (Config, error) {
 			return c, fmt.Errorf("AGENTPLANE_STATE_MACHINES: %w", err)
 		}
 	}
+	if c.RateLimits, err = ratelimits.ConfigFromEnv(os.Getenv, c.Mode == ModeAWS); err != nil {
+		return c, err
+	}
 	return c, c.Check()
 }
 
@@ -138,6 +146,8 @@ func (c *Config) Check() error {
 	if c.Region != "us" && c.Region != "eu" {
 		return fmt.Errorf("AGENTPLANE_REGION_NAME must be us or eu, not %q", c.Region)
 	}
+	// One region setting: the rate limits use its column of the table.
+	c.RateLimits.Region = ratelimits.Region(c.Region)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/shared/domains/identity"
+	"github.com/agentplane/agentplane/shared/domains/ratelimits"
 	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/queue"
 	"github.com/agentplane/agentplane/shared/kernel/queue/sqsqueue"
@@ -38,6 +39,9 @@ type Platform struct {
 	Identity *identity.Service
 	// AWS is the SDK configuration (AWS mode only).
 	AWS *aws.Config
+	// Limits counts every request against the interface's rate-limit
+	// table (disabled unless configured).
+	Limits *ratelimits.Service
 	// Workflows starts workflow executions. Locally it is the in-process
 	// runner (ready once every module's definitions are known); in AWS a
 	// group that starts workflows opens Step Functions itself
@@ -79,6 +83,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Platform, error) 
 		return nil, err
 	}
 	p.Identity = identity.New(p.Store)
+	if err := p.openLimits(); err != nil {
+		p.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -142,6 +150,29 @@ func (p *Platform) openAWS(ctx context.Context) error {
 		return q.Send(ctx, body)
 	}}
 	p.Workflows = unavailableStarter{}
+	return nil
+}
+
+// openLimits builds the rate limiter: exact in memory locally (one
+// process), DynamoDB conditional counters shared by every function in AWS.
+func (p *Platform) openLimits() error {
+	var lim ratelimits.Limiter
+	if p.Config.RateLimits.Enabled {
+		if p.Config.Mode == ModeAWS {
+			sl, err := ratelimits.NewStoreLimiter(ratelimits.StoreOptions{Store: p.Store})
+			if err != nil {
+				return err
+			}
+			lim = sl
+		} else {
+			lim = ratelimits.NewMemoryLimiter(ratelimits.MemoryOptions{})
+		}
+	}
+	svc, err := ratelimits.New(ratelimits.Options{Config: p.Config.RateLimits, Limiter: lim, Logger: p.Log})
+	if err != nil {
+		return err
+	}
+	p.Limits = svc
 	return nil
 }
 

@@ -80,9 +80,14 @@ func (pr *Process) Mux() *web.Mux {
 }
 
 // Handler is Mux with the kernel's middleware: request ids and access
-// logs, panic recovery, the body limit.
+// logs, panic recovery, the body limit, and the rate limits (every request
+// counted before it is routed, so unknown paths are limited too).
 func (pr *Process) Handler() http.Handler {
-	return Middleware(pr.Mux(), pr.P.Log)
+	var h http.Handler = pr.Mux()
+	if pr.P.Limits != nil {
+		h = pr.P.Limits.Handler(h)
+	}
+	return Middleware(h, pr.P.Log)
 }
 
 // Middleware wraps h with what every HTTP entry point runs.

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/agentplane/agentplane/shared/compose/catalog"
+	"github.com/agentplane/agentplane/shared/domains/ratelimits"
 )
 
 // Topics route to exactly one consumer group, and every published topic
@@ -56,5 +57,13 @@ func TestGroupDeclarations(t *testing.T) {
 		if _, ok := catalog.Lookup(g.Name); !ok {
 			t.Errorf("Lookup(%s) fails", g.Name)
 		}
+	}
+}
+
+// Each route's declared rate-limit category is the one the interface's
+// table gives its method and path.
+func TestRouteLimitsMatchTheTable(t *testing.T) {
+	if err := ratelimits.CheckLimits(catalog.Routes()...); err != nil {
+		t.Fatal(err)
 	}
 }
