@@ -265,6 +265,9 @@ func TestMCP(t *testing.T) {
 		if err == nil {
 			err = json.NewDecoder(res.Body).Decode(&body)
 			res.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
 			break
 		}
 		if time.Now().After(deadline) {

@@ -261,7 +261,7 @@ DEPLOYED.`
 			if existing.Source != "repo_host" {
 				return usageErrorf("deployment %q deploys a container image (source %s): deploy handles repository deployments", name, existing.Source)
 			}
-			if src != nil && len(args) == 1 && deref(existing.SourceConfig.RepoURL) != src.repoURL {
+			if src != nil && len(args) == 1 && !sameRepo(deref(existing.SourceConfig.RepoURL), src.repoURL) {
 				return usageErrorf("deployment %q builds %s; its repository cannot change to %s (delete it, or pick another --name)",
 					name, deref(existing.SourceConfig.RepoURL), src.repoURL)
 			}
@@ -288,6 +288,19 @@ DEPLOYED.`
 		return a.afterRevision(cmd, cl, raw, existing == nil, wf)
 	})
 	return c
+}
+
+// sameRepo compares repository URLs as the server reads them: a stored
+// absolute path names the same repository as its file:// URL, and a
+// trailing slash or .git changes nothing.
+func sameRepo(a, b string) bool {
+	norm := func(s string) string {
+		if strings.HasPrefix(s, "/") {
+			s = (&url.URL{Scheme: "file", Path: s}).String()
+		}
+		return strings.TrimSuffix(strings.TrimRight(s, "/"), ".git")
+	}
+	return norm(a) == norm(b)
 }
 
 // mergeSecrets keeps the stored secrets (sent back redacted, which keeps

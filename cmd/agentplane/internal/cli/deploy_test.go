@@ -82,7 +82,7 @@ func TestDeploymentLifecycle(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("deploy: %s", r)
 	}
-	for _, want := range []string{"Created deployment my-agent", "status QUEUED", "[FetchSource]", "[ValidateConfig]", "[Deploy]", "status DEPLOYED"} {
+	for _, want := range []string{"Created deployment my-agent", "[FetchSource]", "[ValidateConfig]", "[Deploy]", "status DEPLOYED"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("progress lacks %q:\n%s", want, r.stderr)
 		}
