@@ -127,9 +127,6 @@ func Main(ctx context.Context, env Env, opts Options) int {
 	a := &app{env: env, opts: opts}
 	root := a.rootCommand()
 	root.SetArgs(env.Args)
-	root.SetIn(env.Stdin)
-	root.SetOut(env.Stdout)
-	root.SetErr(env.Stderr)
 	_, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
@@ -208,7 +205,11 @@ AGENTPLANE_API_KEY; --workspace (AGENTPLANE_WORKSPACE) selects the workspace.`,
 			return &exitError{code: ExitUsage, err: errors.New("no command given"), quiet: true}
 		},
 	}
-	root.CompletionOptions.HiddenDefaultCmd = false
+	// Streams first: cobra's completion commands capture the output
+	// stream when they are made.
+	root.SetIn(a.env.Stdin)
+	root.SetOut(a.env.Stdout)
+	root.SetErr(a.env.Stderr)
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.url, "url", "", "API base URL (env AGENTPLANE_URL; default http://127.0.0.1:8000)")
 	pf.StringVar(&a.apiKey, "api-key", "", "API key (env AGENTPLANE_API_KEY; prefer the variable: flags show in the process list)")
@@ -232,6 +233,15 @@ AGENTPLANE_API_KEY; --workspace (AGENTPLANE_WORKSPACE) selects the workspace.`,
 		c.GroupID = "api"
 		root.AddCommand(c)
 	}
+	// cobra's completion command, made to fail like the other groups when
+	// its shell is missing or unknown.
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.Args = args(cobra.NoArgs)
+			c.RunE = needsSubcommand
+		}
+	}
 	return root
 }
 
@@ -242,14 +252,14 @@ func leaf(use, short string, v cobra.PositionalArgs, run func(*cobra.Command, []
 
 // group makes a command whose only job is to hold subcommands.
 func group(use, short string, aliases []string, subs ...*cobra.Command) *cobra.Command {
-	c := &cobra.Command{
-		Use: use, Short: short, Aliases: aliases, Args: args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cmd.SetOut(cmd.ErrOrStderr())
-			_ = cmd.Help()
-			return &exitError{code: ExitUsage, err: fmt.Errorf("%s needs a subcommand", cmd.CommandPath()), quiet: true}
-		},
-	}
+	c := &cobra.Command{Use: use, Short: short, Aliases: aliases, Args: args(cobra.NoArgs), RunE: needsSubcommand}
 	c.AddCommand(subs...)
 	return c
+}
+
+// needsSubcommand answers a group called alone: its help on stderr, exit 2.
+func needsSubcommand(cmd *cobra.Command, _ []string) error {
+	cmd.SetOut(cmd.ErrOrStderr())
+	_ = cmd.Help()
+	return &exitError{code: ExitUsage, err: fmt.Errorf("%s needs a subcommand", cmd.CommandPath()), quiet: true}
 }

@@ -33,6 +33,7 @@ func TestUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"bogus"}, `unknown command "bogus"`},
+		{[]string{"completion", "tcsh"}, `unknown command "tcsh"`},
 		{[]string{"deployments", "bogus"}, `unknown command "bogus"`},
 		{[]string{"deployments", "ls", "--bogus"}, "unknown flag: --bogus"},
 		{[]string{"deployments", "ls", "--limit", "ten"}, "invalid argument"},
