@@ -7,13 +7,16 @@ export JSII_RUNTIME_PACKAGE_CACHE_ROOT := $(CURDIR)/.cache/jsii
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT      ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS     := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 
 .PHONY: run test test-go build synth bench bench-peer openapi lint clean
 
 ## run: build and start the all-in-one local server on 127.0.0.1:8000
 run:
-	$(GO) build -o bin/agentplane ./cmd/agentplane
-	./bin/agentplane
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/agentplane ./cmd/agentplane
+	./bin/agentplane serve
 
 ## test: every test (Go with -race, AWS adapters against emulators, CDK, node clients)
 test:
@@ -46,7 +49,7 @@ bench:
 ## Tune with BENCH_PEER_FLAGS, e.g. "-threads 10000 -d 5s".
 bench-peer:
 	npm ci --prefix scripts/bench-peer/ref --no-audit --no-fund --loglevel=error
-	$(GO) build -o bin/agentplane ./cmd/agentplane
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/agentplane ./cmd/agentplane
 	$(GO) run ./scripts/benchpeer -agentplane bin/agentplane -ref scripts/bench-peer/ref $(BENCH_PEER_FLAGS)
 
 ## openapi: regenerate the served OpenAPI document from the route declarations

@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -32,7 +31,7 @@ type proc struct {
 
 func start(t *testing.T, bin, dir, addr string, extraEnv ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(bin)
+	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "AGENTPLANE_ADDR="+addr, "AGENTPLANE_DATA_DIR="+dir, "AGENTPLANE_LOG_LEVEL=warn")
 	cmd.Env = append(cmd.Env, extraEnv...)
 	out, err := cmd.StdoutPipe()
@@ -102,18 +101,13 @@ func rssKB(pid int) string {
 	return string(m[1])
 }
 
-// The real binary: bootstrap prints a generated key once, /health needs no
+// The real binary: `agentplane serve` bootstraps, prints a generated key once, /health needs no
 // auth, SIGTERM exits 0, and a restart keeps the data (no new key).
 func TestBinaryLifecycle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "agentplane")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatal(err)
-	}
+	bin := binary(t)
 	dir := t.TempDir()
 	addr := freeAddr(t)
 
@@ -168,10 +162,7 @@ func TestBootstrapKeyFromEnv(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "agentplane")
-	if err := exec.Command("go", "build", "-o", bin, ".").Run(); err != nil {
-		t.Fatal(err)
-	}
+	bin := binary(t)
 	addr := freeAddr(t)
 	const key = "ap_env_bootstrap_key_123456789"
 	p := start(t, bin, t.TempDir(), addr, "AGENTPLANE_BOOTSTRAP_API_KEY="+key)
