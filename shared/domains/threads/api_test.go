@@ -474,6 +474,26 @@ func TestAccessAndIsolation(t *testing.T) {
 	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" || !strings.Contains(detail(r), "DEPLOYED") {
 		t.Fatalf("undeployed: %d %v %s", r.Status, r.Header, r.Raw)
 	}
+	// No DEPLOYED revision and none on its way: 409 naming the failed
+	// revision, without Retry-After (waiting changes nothing), also for
+	// a POST; another tenant still gets 404.
+	failed := "7c1e2a9e-0000-4000-8000-00000000f00d"
+	tgt.FailedRevisionID, tgt.FailedRevisionStatus = failed, "BUILD_FAILED"
+	e.res.set(tgt)
+	for _, method := range []string{"GET", "POST"} {
+		p := path
+		if method == "POST" {
+			p = "/threads"
+		}
+		r = e.do(method, p, nil)
+		if r.Status != http.StatusConflict || r.Header.Get("Retry-After") != "" ||
+			!strings.Contains(detail(r), failed) || !strings.Contains(detail(r), "BUILD_FAILED") {
+			t.Fatalf("failed deployment, %s: %d %v %s", method, r.Status, r.Header, r.Raw)
+		}
+	}
+	if r := e.call(e.otherKey, "GET", "/deployments/"+e.dep+path, nil); r.Status != 404 {
+		t.Fatalf("failed deployment seen by another tenant: %d %s", r.Status, r.Raw)
+	}
 	e.res.drop(e.dep)
 	if r := e.do("GET", path, nil); r.Status != 404 || !strings.Contains(detail(r), "Deployment") {
 		t.Fatalf("deleted deployment: %d %s", r.Status, r.Raw)

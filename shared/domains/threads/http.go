@@ -66,7 +66,8 @@ var Routes = api.Group[*Handler]{
 // scope resolves and authorizes the deployment of a request: 422 for a
 // malformed id, 401 without a valid key, 404 for a missing deployment or
 // one the key cannot reach (never 403, so other tenants learn nothing),
-// 403 for a role too weak to write, 503 while no revision is DEPLOYED.
+// 403 for a role too weak to write, 503 while the first revision is on its
+// way, 409 when no revision is DEPLOYED and none is on its way.
 func (h *Handler) scope(r *http.Request, write bool) (Target, error) {
 	dep, err := web.PathUUID(r, "deployment_id")
 	if err != nil {
@@ -98,6 +99,12 @@ func (h *Handler) scope(r *http.Request, write bool) (Target, error) {
 	}
 	if !role.AtLeast(need) {
 		return Target{}, web.Forbidden("This operation needs the %s role in the deployment's workspace", need)
+	}
+	if tgt.ActiveRevisionID == "" && tgt.FailedRevisionID != "" {
+		// 409, not 503: nothing will change until someone makes a new
+		// revision, and clients retry 503 (and 424) on their own; they
+		// do not retry 409.
+		return Target{}, web.Conflict("Deployment %s has no DEPLOYED revision and none in progress: its latest revision %s ended %s. Its threads are available once a new revision (a PATCH of the deployment, or a redeploy) reaches DEPLOYED; see the revision's status_message and build log for the cause.", dep, tgt.FailedRevisionID, tgt.FailedRevisionStatus)
 	}
 	if tgt.ActiveRevisionID == "" {
 		e := web.Errorf(http.StatusServiceUnavailable, "Deployment %s has no DEPLOYED revision yet: its threads are available once a revision reaches DEPLOYED. Retry in %d seconds.", dep, RetryAfterSeconds)
