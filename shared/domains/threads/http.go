@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -147,6 +148,9 @@ func checkMetadata(md map[string]any, graphs []string, p *web.Problems) {
 	}
 }
 
+// MaxTTLMinutes bounds a thread's ttl: 100 years of 365 days.
+const MaxTTLMinutes = 100 * 365 * 24 * 60
+
 // parseTTL reads a ttl: a number of minutes (strategy delete) or
 // {"strategy": "delete" | "keep_latest", "ttl": minutes}.
 func parseTTL(raw json.RawMessage, p *web.Problems) *TTLIn {
@@ -190,8 +194,18 @@ func parseTTL(raw json.RawMessage, p *web.Problems) *TTLIn {
 		return nil
 	}
 	f, err := minutes.Float64()
-	if err != nil || f <= 0 {
+	if err != nil || f <= 0 || math.IsNaN(f) {
+		if err != nil && strings.Contains(err.Error(), "value out of range") {
+			p.Add(loc, fmt.Sprintf("Input should be less than or equal to %d", MaxTTLMinutes), "less_than_equal")
+			return nil
+		}
 		p.Add(loc, "Input should be a number of minutes greater than 0", "greater_than")
+		return nil
+	}
+	if f > MaxTTLMinutes {
+		// Beyond it expires_at cannot follow ttl_minutes (time.Duration
+		// ends at 292 years) and no thread needs it.
+		p.Add(loc, fmt.Sprintf("Input should be less than or equal to %d (100 years in minutes)", MaxTTLMinutes), "less_than_equal")
 		return nil
 	}
 	out.Minutes = f
