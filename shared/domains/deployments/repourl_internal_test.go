@@ -105,10 +105,6 @@ func (p *purger) Enqueue(_ context.Context, topic string, payload any) error {
 	return nil
 }
 
-type nopQueue struct{}
-
-func (nopQueue) Enqueue(context.Context, string, any) error { return nil }
-
 // Purge announces the deletion (the threads domain removes the
 // deployment's threads) before removing anything; if the announcement
 // cannot be sent the purge fails (and is retried by the queue) with nothing
