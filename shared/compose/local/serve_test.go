@@ -318,6 +318,19 @@ func TestStalledBodyIsCutOff(t *testing.T) {
 		t.Fatalf("workspaces after a cut body: %s", list)
 	}
 
+	// A request answered without reading its body (here: no API key)
+	// makes net/http read the rest of the body before it answers; that
+	// wait is bounded too.
+	c = dial(t, s.addr)
+	_, _ = io.WriteString(c, "POST /api/v1/workspaces HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"display_")
+	resp, body, ok = c.response(5 * time.Second)
+	if !ok || resp.StatusCode != http.StatusUnauthorized || !hasDetail(body) {
+		t.Fatalf("stalled body of a refused request: %v %s", resp, body)
+	}
+	if !c.closed(2 * time.Second) {
+		t.Fatal("the connection of a refused stalled body stays open")
+	}
+
 	// A request line and headers that stall are cut after the header
 	// timeout (net/http closes without an answer).
 	c = dial(t, s.addr)

@@ -29,10 +29,11 @@ type BodyTimeouts struct {
 var ErrBodyTimeout = errors.New("request body not received in time")
 
 // SlowBodies enforces o on every request body with read deadlines on the
-// connection (http.ResponseController): before each read the deadline is
-// set to the time the body may still wait, so a stalled or trickling
-// client is cut off and its connection closed, while time the handler
-// spends between reads does not count. Where the connection takes no
+// connection (http.ResponseController): when the request arrives and
+// before each read the deadline is set to the time the body may still
+// wait, so a stalled or trickling client is cut off and its connection
+// closed, while time the handler spends between reads does not count. Once
+// the body is read to its end the deadline is lifted. Where the connection takes no
 // deadlines (tests' recorders, the Lambda proxy, whose bodies are in
 // memory) bodies are read as they are.
 func SlowBodies(o BodyTimeouts) Middleware {
@@ -42,7 +43,14 @@ func SlowBodies(o BodyTimeouts) Middleware {
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-				r.Body = &deadlineBody{rc: r.Body, ctl: http.NewResponseController(w), o: o}
+				b := &deadlineBody{rc: r.Body, ctl: http.NewResponseController(w), o: o}
+				// Armed at once: a handler that answers without reading
+				// the body makes net/http read (and discard) it before
+				// the answer goes out, and that wait is bounded too.
+				if d, ok := b.budget(); ok {
+					b.set = b.ctl.SetReadDeadline(time.Now().Add(d)) == nil
+				}
+				r.Body = b
 			}
 			next.ServeHTTP(w, r)
 		})
