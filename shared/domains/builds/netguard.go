@@ -90,8 +90,58 @@ func (t limitedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if tr := traceFrom(req.Context()); tr != nil {
+		tr.record(resp)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		// go-git appends an error answer's whole body to its error, which
+		// ends in the revision's status and build log: the body of
+		// whatever server the URL named (an internal one, locally) must
+		// not. The status is kept (httpTrace).
+		_, _ = io.CopyN(io.Discard, resp.Body, 64<<10)
+		_ = resp.Body.Close()
+		resp.Body = http.NoBody
+		return resp, nil
+	}
 	resp.Body = &limitedBody{rc: resp.Body, left: t.limit}
 	return resp, nil
+}
+
+// httpTrace keeps the last HTTP answer of one clone: what its failure
+// reports instead of the server's words.
+type httpTrace struct {
+	mu          sync.Mutex
+	status      int
+	contentType string
+}
+
+type traceKey struct{}
+
+func withTrace(ctx context.Context, tr *httpTrace) context.Context {
+	return context.WithValue(ctx, traceKey{}, tr)
+}
+
+func traceFrom(ctx context.Context) *httpTrace {
+	tr, _ := ctx.Value(traceKey{}).(*httpTrace)
+	return tr
+}
+
+func (tr *httpTrace) record(resp *http.Response) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.status = resp.StatusCode
+	tr.contentType = resp.Header.Get("Content-Type")
+	if len(tr.contentType) > 100 {
+		tr.contentType = tr.contentType[:100]
+	}
+}
+
+// last returns the status and content type of the last answer (0 when
+// none came).
+func (tr *httpTrace) last() (int, string) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.status, tr.contentType
 }
 
 type limitedBody struct {

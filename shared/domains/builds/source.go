@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -88,17 +90,31 @@ func Fetch(ctx context.Context, job deployments.BuildJob) (*Source, error) {
 		if job.CommitSHA == "" && !job.AllowLocal {
 			opts.Depth = 1
 		}
-		r, err := git.CloneContext(withNetPolicy(ctx, job.AllowLocal), memory.NewStorage(), nil, opts)
+		tr := &httpTrace{}
+		r, err := git.CloneContext(withTrace(withNetPolicy(ctx, job.AllowLocal), tr), memory.NewStorage(), nil, opts)
 		if err != nil {
-			return nil, cloneError(ctx, job, err)
+			return nil, cloneError(ctx, job, err, tr)
 		}
 		repo = r
 	}
 	return resolveCommit(repo, job)
 }
 
-func cloneError(ctx context.Context, job deployments.BuildJob, err error) error {
+// cloneError says why a clone failed in words of this service: the
+// category, the HTTP status of the server's last answer, and network
+// errors (which are this machine's own facts). Nothing the server sent is
+// repeated: go-git puts response bodies and protocol lines into its
+// errors, and the message lands in the revision's status and build log.
+func cloneError(ctx context.Context, job deployments.BuildJob, err error, tr *httpTrace) error {
+	status, ctype := tr.last()
+	answered := ""
+	if status != 0 {
+		answered = fmt.Sprintf(" (HTTP %d %s)", status, http.StatusText(status))
+	}
 	var noRef git.NoMatchingRefSpecError
+	var dnsErr *net.DNSError
+	var opErr *net.OpError
+	var urlErr *url.Error
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -106,15 +122,33 @@ func cloneError(ctx context.Context, job deployments.BuildJob, err error) error 
 		return permanent{err}
 	case errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrAuthenticationRequired),
 		errors.Is(err, transport.ErrAuthorizationFailed), errors.Is(err, transport.ErrInvalidAuthMethod):
-		return fail("repository %s not found or not readable: %v", job.RepoURL, err)
+		return fail("repository %s not found or not readable%s", job.RepoURL, answered)
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return fail("repository %s is empty", job.RepoURL)
 	case errors.As(err, &noRef), errors.Is(err, plumbing.ErrReferenceNotFound):
 		return fail("ref %s not found in %s", refName(job), job.RepoURL)
 	case errors.Is(err, errTooBig):
 		return fail("repository %s is larger than %d bytes", job.RepoURL, MaxDownloadBytes)
+	case status >= 500 || status == http.StatusTooManyRequests || status == http.StatusRequestTimeout:
+		return transient(fmt.Errorf("clone %s: the server failed%s", job.RepoURL, answered))
+	case status >= 300:
+		return fail("clone %s: the server refused%s", job.RepoURL, answered)
+	// Resolution, connection and timeout errors are this machine's
+	// facts; only their own text is kept (an error around them, such
+	// as a malformed answer, may quote the server).
+	case errors.As(err, &dnsErr):
+		return transient(fmt.Errorf("clone %s: %s", job.RepoURL, dnsErr.Error()))
+	case errors.As(err, &opErr):
+		return transient(fmt.Errorf("clone %s: %s", job.RepoURL, opErr.Error()))
+	case errors.As(err, &urlErr) && urlErr.Timeout():
+		return transient(fmt.Errorf("clone %s: the server did not answer in time", job.RepoURL))
+	case status != 0:
+		if ctype == "" {
+			ctype = "none"
+		}
+		return fail("clone %s: the server's answer%s is not a git repository (content type %s)", job.RepoURL, answered, ctype)
 	}
-	return transient(fmt.Errorf("clone %s: %w", job.RepoURL, err))
+	return transient(fmt.Errorf("clone %s: the transfer failed", job.RepoURL))
 }
 
 func refName(job deployments.BuildJob) string {

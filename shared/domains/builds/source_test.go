@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -185,5 +189,67 @@ func TestDefinitionShape(t *testing.T) {
 	q, _ := d.Step("Queue")
 	if _, err := q.Run(context.Background(), builds.Input("d", "r")); err == nil {
 		t.Fatal("unbound step ran")
+	}
+}
+
+// secretPage is what an internal server might answer: nothing of it may
+// reach a revision's status message or build log.
+const secretPage = `<html><body><h1>Internal error</h1><p>db password: hunter2-SECRET-7f3a</p></body></html>`
+
+// A clone of a URL whose server answers an error page reports the status
+// and a short reason, never the page.
+func TestCloneErrorsDoNotEchoTheServer(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		status    int
+		ctype     string
+		want      string
+		transient bool
+	}{
+		{500, "text/html", "HTTP 500 Internal Server Error", true},
+		{502, "text/html", "HTTP 502 Bad Gateway", true},
+		{404, "text/html", "not found or not readable (HTTP 404 Not Found)", false},
+		{401, "text/html", "not found or not readable (HTTP 401 Unauthorized)", false},
+		{403, "text/plain", "not found or not readable (HTTP 403 Forbidden)", false},
+		{418, "text/html", "HTTP 418", false},
+		{200, "text/html", "is not a git repository (content type text/html)", false},
+		{200, "application/x-git-upload-pack-advertisement", "not a git repository", false},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", c.ctype)
+			w.WriteHeader(c.status)
+			_, _ = io.WriteString(w, secretPage+strings.Repeat(" SECRET-7f3a", 500))
+		}))
+		_, err := builds.Fetch(ctx, deployments.BuildJob{RepoURL: srv.URL + "/internal.git", AllowLocal: true})
+		srv.Close()
+		if err == nil {
+			t.Fatalf("%d: fetched", c.status)
+		}
+		if strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "<html") {
+			t.Errorf("%d: the server's page is in the error: %.300s", c.status, err)
+		}
+		if !strings.Contains(err.Error(), c.want) || errors.Is(err, workflow.ErrTransient) != c.transient {
+			t.Errorf("%d %s: %v (transient %v)", c.status, c.ctype, err, errors.Is(err, workflow.ErrTransient))
+		}
+	}
+	// Not HTTP at all: the server's first line is not quoted either.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = io.WriteString(c, "220 mail.internal ESMTP SECRET-7f3a ready\r\n")
+			c.Close()
+		}
+	}()
+	_, err = builds.Fetch(ctx, deployments.BuildJob{RepoURL: "http://" + ln.Addr().String() + "/x.git", AllowLocal: true})
+	if err == nil || strings.Contains(err.Error(), "SECRET") {
+		t.Fatalf("not an HTTP server: %v", err)
 	}
 }

@@ -81,6 +81,10 @@ func (s *Service) newRevision(d *deployment, trigger string, cfg revisionConfig,
 	d.LatestRevisionID = r.ID
 	d.Current = cfg
 	d.UpdatedAt = now
+	if d.Status == StatusUnused {
+		// Nothing served it; now a revision is on its way.
+		d.Status = StatusAwaitingDatabase
+	}
 	return r
 }
 

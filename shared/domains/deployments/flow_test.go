@@ -152,7 +152,7 @@ func TestBuildFailures(t *testing.T) {
 			if log := e.logText(str(d, "id"), str(d, "latest_revision_id")); !strings.Contains(log, c.reason) || !strings.Contains(log, "BUILD_FAILED") {
 				t.Fatalf("log lacks the reason:\n%s", log)
 			}
-			if got := e.must(200, "GET", "/v2/deployments/"+str(d, "id"), nil); got["status"] != "AWAITING_DATABASE" || got["active_revision_id"] != nil {
+			if got := e.must(200, "GET", "/v2/deployments/"+str(d, "id"), nil); got["status"] != "UNUSED" || got["active_revision_id"] != nil {
 				t.Fatalf("a failed first revision activated the deployment: %v", got)
 			}
 		})

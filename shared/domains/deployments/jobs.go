@@ -183,7 +183,7 @@ func (s *Service) MarkDeployed(ctx context.Context, depID, revID string) error {
 		r.Status, r.StatusMessage, r.UpdatedAt = RevDeployed, "", now
 		d.ActiveRevisionID = r.ID
 		d.ActiveGraphs = append([]string(nil), r.Graphs...)
-		if d.Status == StatusAwaitingDatabase {
+		if d.Status == StatusAwaitingDatabase || d.Status == StatusUnused {
 			d.Status = StatusReady
 		}
 		d.UpdatedAt = now
@@ -195,13 +195,16 @@ func (s *Service) MarkDeployed(ctx context.Context, depID, revID string) error {
 }
 
 // MarkFailed ends an unfinished revision with a failure (or INTERRUPTED)
-// status and the reason; a finished revision is left as it is.
+// status and the reason; a finished revision is left as it is. When it is
+// the latest revision of a deployment that no revision serves, the
+// deployment turns UNUSED in the same transaction: nothing serves it and
+// nothing is on its way (a new revision makes it AWAITING_DATABASE again).
 func (s *Service) MarkFailed(ctx context.Context, depID, revID string, status RevisionStatus, reason string) error {
-	if !status.Terminal() {
-		return fmt.Errorf("deployments: MarkFailed with unfinished status %s", status)
+	if !status.Terminal() || status == RevDeployed {
+		return fmt.Errorf("deployments: MarkFailed with status %s", status)
 	}
 	if len(reason) > 2000 {
-		reason = reason[:2000] + "…"
+		reason = strings.ToValidUTF8(reason[:2000], "") + "…"
 	}
 	return retry(ctx, func() error {
 		r, rv, err := s.loadRevision(ctx, depID, revID)
@@ -211,9 +214,18 @@ func (s *Service) MarkFailed(ctx context.Context, depID, revID string, status Re
 		if err != nil || r.Status.Terminal() {
 			return err
 		}
-		r.Status, r.StatusMessage, r.UpdatedAt = status, reason, s.now()
-		_, err = s.st.Put(ctx, revItem(r), store.HasVersion(rv))
-		return err
+		now := s.now()
+		r.Status, r.StatusMessage, r.UpdatedAt = status, reason, now
+		ops := []store.TxOp{{Kind: store.OpPut, Item: revItem(r), Cond: store.HasVersion(rv)}}
+		d, dv, err := s.loadDeployment(ctx, depID)
+		if err != nil && !errors.Is(err, ErrDeploymentNotFound) {
+			return err
+		}
+		if err == nil && d.LatestRevisionID == r.ID && d.ActiveRevisionID == "" && d.Status == StatusAwaitingDatabase {
+			d.Status, d.UpdatedAt = StatusUnused, now
+			ops = append(ops, store.TxOp{Kind: store.OpPut, Item: s.depItem(d), Cond: store.HasVersion(dv)})
+		}
+		return s.st.Transact(ctx, ops)
 	})
 }
 

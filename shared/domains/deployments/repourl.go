@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -25,8 +26,8 @@ func CheckRepoURL(raw string, allowLocal bool) string {
 		return "repo_url is too long"
 	}
 	for _, r := range raw {
-		if unicode.IsControl(r) || unicode.IsSpace(r) {
-			return "repo_url must not contain spaces or control characters"
+		if unicode.IsControl(r) || unicode.IsSpace(r) || invisible(r) {
+			return "repo_url must not contain spaces, control or format characters"
 		}
 	}
 	hostedOnly := "Only https repository URLs are accepted (for example https://github.com/owner/repo)"
@@ -78,6 +79,14 @@ func CheckRepoURL(raw string, allowLocal bool) string {
 	host := u.Hostname()
 	if host == "" {
 		return "repo_url must name a host"
+	}
+	if strings.HasSuffix(u.Host, ":") {
+		return "repo_url has an empty port"
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "repo_url's port must be 1 to 65535"
+		}
 	}
 	if allowLocal {
 		return ""

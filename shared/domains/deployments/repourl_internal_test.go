@@ -38,6 +38,14 @@ func TestCheckRepoURL(t *testing.T) {
 	for u, want := range map[string][2]bool{ // [local ok, hosted ok]
 		"https://github.com/acme/agent":        {true, true},
 		"https://github.com:8443/acme/agent":   {true, true},
+		"https://github.com:65535/acme/agent":  {true, true},
+		"https://github.com:1/acme/agent":      {true, true},
+		"https://github.com:99999/acme/agent":  {false, false},
+		"https://github.com:65536/acme/agent":  {false, false},
+		"https://github.com:0/acme/agent":      {false, false},
+		"https://github.com:/acme/agent":       {false, false},
+		"http://127.0.0.1:99999/acme/agent":    {false, false},
+		"https://github.com/acme/\u202eagent":  {false, false},
 		"http://github.com/acme/agent":         {true, false},
 		"/srv/git/agent":                       {true, false},
 		"file:///srv/git/agent":                {true, false},
@@ -97,10 +105,6 @@ func (p *purger) Enqueue(_ context.Context, topic string, payload any) error {
 	}
 	return nil
 }
-
-type nopQueue struct{}
-
-func (nopQueue) Enqueue(context.Context, string, any) error { return nil }
 
 // Purge announces the deletion (the threads domain removes the
 // deployment's threads) before removing anything; if the announcement

@@ -19,6 +19,11 @@ type ThreadTarget struct {
 	// Graphs are the graph ids of the active revision; nil when unknown
 	// (external_container).
 	Graphs []string
+	// FailedRevisionID is set when no revision is active and none is on
+	// its way: the latest revision ended without being deployed, with
+	// FailedRevisionStatus (BUILD_FAILED, INTERRUPTED, ...). Threads
+	// cannot appear until a new revision deploys, so waiting is useless.
+	FailedRevisionID, FailedRevisionStatus string
 }
 
 // Targets reads deployments for the thread API. It needs only the store,
@@ -49,6 +54,17 @@ func (t *Targets) ThreadTarget(ctx context.Context, deploymentID string) (Thread
 	out := ThreadTarget{DeploymentID: d.ID, WorkspaceID: d.WorkspaceID, Status: string(d.Status), ActiveRevisionID: d.ActiveRevisionID}
 	if d.ActiveRevisionID != "" && d.Source == SourceRepoHost {
 		out.Graphs = append([]string{}, d.ActiveGraphs...)
+	}
+	if d.ActiveRevisionID == "" && d.LatestRevisionID != "" {
+		// One more read, only for deployments nothing serves yet.
+		it, err := t.st.Get(ctx, revKey(d.ID, d.LatestRevisionID))
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return ThreadTarget{}, err
+		}
+		var r revision
+		if err == nil && json.Unmarshal(it.Data, &r) == nil && r.Status.Terminal() && r.Status != RevDeployed {
+			out.FailedRevisionID, out.FailedRevisionStatus = r.ID, string(r.Status)
+		}
 	}
 	return out, nil
 }

@@ -89,13 +89,25 @@ func enumMsg(allowed []string) string {
 	return "Input should be " + strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
+// hasControl reports control characters other than tab, and the
+// invisible ones that change how text reads: bidirectional overrides and
+// isolates (U+202A..U+202E, U+2066..U+2069), marks, zero-width characters
+// and the other format characters (Cf), and line and paragraph
+// separators. A name holding U+202E can display as a different name.
 func hasControl(s string) bool {
 	for _, r := range s {
-		if unicode.IsControl(r) && r != '\t' {
+		if (unicode.IsControl(r) && r != '\t') || invisible(r) {
 			return true
 		}
 	}
 	return false
+}
+
+// invisible reports format characters (Unicode category Cf: bidi
+// controls, zero-width characters, soft hyphen, BOM, ...) and the line and
+// paragraph separators.
+func invisible(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r)
 }
 
 func isDNSLabel(s string) bool { return len(s) <= 63 && dnsLabelRe.MatchString(s) }
@@ -138,7 +150,7 @@ func checkName(p *fault.Problems, l []any, name *string) string {
 	case len(n) > maxNameLen:
 		p.Add(l, fmt.Sprintf("String should have at most %d characters", maxNameLen), "string_too_long")
 	case hasControl(n) || strings.ContainsRune(n, '\t'):
-		p.Add(l, "Name must not contain control characters", "value_error")
+		p.Add(l, "Name must not contain control characters or invisible format characters (such as bidirectional overrides)", "value_error")
 	}
 	return n
 }

@@ -42,6 +42,9 @@ const (
 var Roles = auth.Roles
 
 var (
+	// ErrRevoked: a key with this value was revoked; it is never created
+	// again.
+	ErrRevoked      = errors.New("identity: this API key was revoked")
 	ErrNotFound     = errors.New("identity: not found")
 	ErrInvalidKey   = errors.New("identity: invalid API key")
 	ErrExists       = errors.New("identity: already exists")
@@ -127,6 +130,7 @@ func wsLookupKey(id string) store.Key  { return store.Key{PK: "ws#" + id, SK: "#
 func keyByHash(hash string) store.Key  { return store.Key{PK: "apikey#" + hash, SK: "#key"} }
 func keyByID(org, id string) store.Key { return store.Key{PK: "org#" + org, SK: "apikey#" + id} }
 func bootstrapKey() store.Key          { return store.Key{PK: "meta", SK: "bootstrap"} }
+func revokedKey(hash string) store.Key { return store.Key{PK: "apikeyrevoked#" + hash, SK: "#revoked"} }
 func put(it store.Item) store.TxOp {
 	return store.TxOp{Kind: store.OpPut, Item: it, Cond: store.NotExists()}
 }
@@ -393,6 +397,13 @@ func (s *Service) CreateAPIKey(ctx context.Context, nk NewKey) (APIKey, string, 
 	}
 	hash := HashToken(raw)
 	rec := mustJSON(storedKey{APIKey: k, Hash: hash})
+	// A revoked value never becomes a key again (only a given value can
+	// repeat; generated ones have 256 random bits).
+	revokedAt := -1
+	if nk.Raw != "" {
+		revokedAt = len(ops)
+		ops = append(ops, store.TxOp{Kind: store.OpCheck, Key: revokedKey(hash), Cond: store.NotExists()})
+	}
 	ops = append(ops,
 		put(store.Item{Key: keyByHash(hash), Data: rec}),
 		put(store.Item{Key: keyByID(k.OrganizationID, k.ID), Data: rec}),
@@ -400,7 +411,10 @@ func (s *Service) CreateAPIKey(ctx context.Context, nk NewKey) (APIKey, string, 
 	err := s.st.Transact(ctx, ops)
 	var tce *store.TxConditionError
 	if errors.As(err, &tce) {
-		if tce.Index < len(ops)-2 {
+		switch {
+		case tce.Index == revokedAt:
+			return APIKey{}, "", ErrRevoked
+		case tce.Index < len(ops)-2:
 			return APIKey{}, "", ErrNotFound
 		}
 		return APIKey{}, "", ErrExists
@@ -435,7 +449,9 @@ func (s *Service) APIKeys(ctx context.Context, orgID string) ([]APIKey, error) {
 	}
 }
 
-// RevokeAPIKey deletes a key of the organization.
+// RevokeAPIKey deletes a key of the organization and records its hash as
+// revoked, so the same value can never be created again (not by a later
+// bootstrap or recovery either).
 func (s *Service) RevokeAPIKey(ctx context.Context, orgID, keyID string) error {
 	it, err := s.st.Get(ctx, keyByID(orgID, keyID))
 	if errors.Is(err, store.ErrNotFound) {
@@ -448,10 +464,17 @@ func (s *Service) RevokeAPIKey(ctx context.Context, orgID, keyID string) error {
 	if err := json.Unmarshal(it.Data, &sk); err != nil {
 		return err
 	}
-	return s.st.Transact(ctx, []store.TxOp{
+	err = s.st.Transact(ctx, []store.TxOp{
 		{Kind: store.OpDelete, Key: keyByID(orgID, keyID), Cond: store.Exists()},
 		{Kind: store.OpDelete, Key: keyByHash(sk.Hash)},
+		{Kind: store.OpPut, Item: store.Item{Key: revokedKey(sk.Hash), Data: mustJSON(map[string]any{
+			"key_id": keyID, "organization_id": orgID, "revoked_at": s.now()})}},
 	})
+	var tce *store.TxConditionError
+	if errors.As(err, &tce) && tce.Index == 0 {
+		return ErrNotFound // revoked concurrently
+	}
+	return err
 }
 
 // Authenticate returns the principal of a raw key, or ErrInvalidKey.
@@ -486,6 +509,11 @@ type Bootstrapped struct {
 	Key string
 	// Created is true when this call initialized an empty store.
 	Created bool
+	// KeyIgnored is true when a key was given for an initialized store
+	// and it is not a key of the store (never created there, or revoked):
+	// it was not created, since the bootstrap key exists only on an empty
+	// store.
+	KeyIgnored bool
 }
 
 type bootstrapRecord struct {
@@ -496,33 +524,25 @@ type bootstrapRecord struct {
 // Bootstrap creates, on an empty store, a default organization (the one with
 // default_sso_provision=true), a default workspace and an admin API key: the
 // given key when non-empty, else a generated one returned in Key. On an
-// initialized store it only makes sure a given key exists (so a key set
-// later in the environment works), and returns the defaults.
+// initialized store it creates nothing and returns the defaults: a key
+// given then is not created (KeyIgnored says so when it does not
+// authenticate), so a bootstrap key that was revoked never comes back.
+// A lost admin key is recovered with RecoverAdminKey instead.
 func (s *Service) Bootstrap(ctx context.Context, key string) (Bootstrapped, error) {
-	if it, err := s.st.Get(ctx, bootstrapKey()); err == nil {
-		var rec bootstrapRecord
-		if err := json.Unmarshal(it.Data, &rec); err != nil {
-			return Bootstrapped{}, err
-		}
-		org, err := s.Organization(ctx, rec.OrganizationID)
+	if _, err := s.st.Get(ctx, bootstrapKey()); err == nil {
+		org, ws, err := s.Defaults(ctx)
 		if err != nil {
 			return Bootstrapped{}, err
 		}
-		ws, err := s.Workspace(ctx, rec.WorkspaceID)
-		if err != nil {
-			return Bootstrapped{}, err
-		}
+		out := Bootstrapped{Organization: org, Workspace: ws}
 		if key != "" {
 			if _, err := s.Authenticate(ctx, key); errors.Is(err, ErrInvalidKey) {
-				_, _, err = s.CreateAPIKey(ctx, NewKey{OrganizationID: org.ID, Description: "bootstrap admin key", OrgRole: RoleAdmin, Raw: key})
-				if err != nil && !errors.Is(err, ErrExists) {
-					return Bootstrapped{}, err
-				}
+				out.KeyIgnored = true
 			} else if err != nil {
 				return Bootstrapped{}, err
 			}
 		}
-		return Bootstrapped{Organization: org, Workspace: ws}, nil
+		return out, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return Bootstrapped{}, err
 	}
@@ -577,4 +597,19 @@ func (s *Service) Defaults(ctx context.Context) (Organization, Workspace, error)
 	}
 	ws, err := s.Workspace(ctx, rec.WorkspaceID)
 	return org, ws, err
+}
+
+// RecoverAdminKey creates a new organization-admin key in the default
+// organization and returns its record and the raw key (shown once). It is
+// the recovery of a lost admin key: it proves nothing about the caller, so
+// it must only be reachable by whoever controls the installation's data
+// (the local server runs it at start when the data directory holds the
+// recovery file). ErrNotFound before Bootstrap.
+func (s *Service) RecoverAdminKey(ctx context.Context) (APIKey, string, error) {
+	org, _, err := s.Defaults(ctx)
+	if err != nil {
+		return APIKey{}, "", err
+	}
+	return s.CreateAPIKey(ctx, NewKey{OrganizationID: org.ID, OrgRole: RoleAdmin,
+		Description: "recovered admin key (" + s.now().Format(time.RFC3339) + ")"})
 }

@@ -184,10 +184,23 @@ func (h *Handler) patchOrg(w http.ResponseWriter, r *http.Request) error {
 
 // --- default SSO settings ---
 
+// getSSODefaults answers every key of the organization, but a key that is
+// not an organization admin sees only the default workspaces it reaches
+// itself: the ids of the others are not its to learn.
 func (h *Handler) getSSODefaults(w http.ResponseWriter, r *http.Request) error {
-	d, err := h.svc.SSODefaults(r.Context(), principal(r).OrganizationID)
+	p := principal(r)
+	d, err := h.svc.SSODefaults(r.Context(), p.OrganizationID)
 	if err != nil {
 		return err
+	}
+	if p.OrgRole != admin {
+		visible := []string{}
+		for _, id := range d.DefaultWorkspaceIDs {
+			if _, ok := p.RoleIn(id); ok {
+				visible = append(visible, id)
+			}
+		}
+		d.DefaultWorkspaceIDs = visible
 	}
 	web.WriteJSON(w, http.StatusOK, d)
 	return nil

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/domains/orgaccess/accesstest"
 )
 
@@ -132,7 +133,7 @@ const ssoPath = "/api/v1/orgs/current/sso-settings"
 
 func TestDefaultSSOSettings(t *testing.T) {
 	env := accesstest.New(t, accesstest.Options{})
-	viewer := env.Key("Viewer")
+	viewer := env.Key("Viewer", identity.Grant{WorkspaceID: env.Workspace.ID, Role: "Viewer"})
 	second := env.NewWorkspace("Second")
 	_, foreignWS, _ := env.NewOrg("Foreign")
 
@@ -192,5 +193,29 @@ func TestDefaultSSOSettings(t *testing.T) {
 	ws := workspaces(m)
 	if len(ws) != 2 || ws[env.Workspace.ID] != "Admin/jit" || ws[second] != "Admin/jit" {
 		t.Fatalf("JIT member: %v", m)
+	}
+}
+
+// A key that is not an organization admin reads the default SSO role, but
+// only those default workspaces it reaches itself.
+func TestDefaultSSOSettingsShowOnlyReachableWorkspaces(t *testing.T) {
+	env := accesstest.New(t, accesstest.Options{})
+	second := env.NewWorkspace("Second")
+	env.Must(200, "PATCH", ssoPath, admin, map[string]any{"default_workspace_role": "Editor",
+		"default_workspace_ids": []string{env.Workspace.ID, second}})
+	for _, c := range []struct {
+		name string
+		key  string
+		want []any
+	}{
+		{"admin", admin, []any{env.Workspace.ID, second}},
+		{"reaches the second", env.Key("User", identity.Grant{WorkspaceID: second, Role: "Editor"}), []any{second}},
+		{"reaches the first", env.Key("Viewer", identity.Grant{WorkspaceID: env.Workspace.ID, Role: "Viewer"}), []any{env.Workspace.ID}},
+		{"reaches neither", env.Key("Editor"), []any{}},
+	} {
+		d := env.Must(200, "GET", ssoPath, c.key, nil).M(t)
+		if !reflect.DeepEqual(d["default_workspace_ids"], c.want) || d["default_workspace_role"] != "Editor" || d["configured"] != true {
+			t.Errorf("%s: %v, want workspaces %v", c.name, d, c.want)
+		}
 	}
 }

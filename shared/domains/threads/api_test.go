@@ -59,6 +59,12 @@ func TestCreateGetDefaults(t *testing.T) {
 		"malformed":     `{"metadata": `,
 		"ttl zero":      `{"ttl": 0}`,
 		"ttl strategy":  `{"ttl": {"strategy": "archive", "ttl": 5}}`,
+		"ttl 1e20":      `{"ttl": 1e20}`,
+		"ttl 1e300":     `{"ttl": 1e300}`,
+		"ttl 1e400":     `{"ttl": 1e400}`,
+		"ttl obj 1e300": `{"ttl": {"strategy": "keep_latest", "ttl": 1e300}}`,
+		"ttl 101 years": `{"ttl": 53084160}`,
+		"null body":     `null`,
 		"as_node":       `{"metadata": {"graph_id": "agent"}, "supersteps": [{"updates": [{"values": {}}]}]}`,
 		"no updates":    `{"metadata": {"graph_id": "agent"}, "supersteps": [{}]}`,
 		"graph_id type": `{"metadata": {"graph_id": 7}}`,
@@ -473,6 +479,26 @@ func TestAccessAndIsolation(t *testing.T) {
 	r := e.do("GET", path, nil)
 	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" || !strings.Contains(detail(r), "DEPLOYED") {
 		t.Fatalf("undeployed: %d %v %s", r.Status, r.Header, r.Raw)
+	}
+	// No DEPLOYED revision and none on its way: 409 naming the failed
+	// revision, without Retry-After (waiting changes nothing), also for
+	// a POST; another tenant still gets 404.
+	failed := "7c1e2a9e-0000-4000-8000-00000000f00d"
+	tgt.FailedRevisionID, tgt.FailedRevisionStatus = failed, "BUILD_FAILED"
+	e.res.set(tgt)
+	for _, method := range []string{"GET", "POST"} {
+		p := path
+		if method == "POST" {
+			p = "/threads"
+		}
+		r = e.do(method, p, nil)
+		if r.Status != http.StatusConflict || r.Header.Get("Retry-After") != "" ||
+			!strings.Contains(detail(r), failed) || !strings.Contains(detail(r), "BUILD_FAILED") {
+			t.Fatalf("failed deployment, %s: %d %v %s", method, r.Status, r.Header, r.Raw)
+		}
+	}
+	if r := e.call(e.otherKey, "GET", "/deployments/"+e.dep+path, nil); r.Status != 404 {
+		t.Fatalf("failed deployment seen by another tenant: %d %s", r.Status, r.Raw)
 	}
 	e.res.drop(e.dep)
 	if r := e.do("GET", path, nil); r.Status != 404 || !strings.Contains(detail(r), "Deployment") {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -66,7 +67,8 @@ var Routes = api.Group[*Handler]{
 // scope resolves and authorizes the deployment of a request: 422 for a
 // malformed id, 401 without a valid key, 404 for a missing deployment or
 // one the key cannot reach (never 403, so other tenants learn nothing),
-// 403 for a role too weak to write, 503 while no revision is DEPLOYED.
+// 403 for a role too weak to write, 503 while the first revision is on its
+// way, 409 when no revision is DEPLOYED and none is on its way.
 func (h *Handler) scope(r *http.Request, write bool) (Target, error) {
 	dep, err := web.PathUUID(r, "deployment_id")
 	if err != nil {
@@ -98,6 +100,12 @@ func (h *Handler) scope(r *http.Request, write bool) (Target, error) {
 	}
 	if !role.AtLeast(need) {
 		return Target{}, web.Forbidden("This operation needs the %s role in the deployment's workspace", need)
+	}
+	if tgt.ActiveRevisionID == "" && tgt.FailedRevisionID != "" {
+		// 409, not 503: nothing will change until someone makes a new
+		// revision, and clients retry 503 (and 424) on their own; they
+		// do not retry 409.
+		return Target{}, web.Conflict("Deployment %s has no DEPLOYED revision and none in progress: its latest revision %s ended %s. Its threads are available once a new revision (a PATCH of the deployment, or a redeploy) reaches DEPLOYED; see the revision's status_message and build log for the cause.", dep, tgt.FailedRevisionID, tgt.FailedRevisionStatus)
 	}
 	if tgt.ActiveRevisionID == "" {
 		e := web.Errorf(http.StatusServiceUnavailable, "Deployment %s has no DEPLOYED revision yet: its threads are available once a revision reaches DEPLOYED. Retry in %d seconds.", dep, RetryAfterSeconds)
@@ -139,6 +147,9 @@ func checkMetadata(md map[string]any, graphs []string, p *web.Problems) {
 		p.Add(web.Loc("body", "metadata", "graph_id"), fmt.Sprintf("Graph '%s' is not a graph of the deployment's active revision (graphs: %s)", gs, strings.Join(graphs, ", ")), "value_error")
 	}
 }
+
+// MaxTTLMinutes bounds a thread's ttl: 100 years of 365 days.
+const MaxTTLMinutes = 100 * 365 * 24 * 60
 
 // parseTTL reads a ttl: a number of minutes (strategy delete) or
 // {"strategy": "delete" | "keep_latest", "ttl": minutes}.
@@ -183,8 +194,18 @@ func parseTTL(raw json.RawMessage, p *web.Problems) *TTLIn {
 		return nil
 	}
 	f, err := minutes.Float64()
-	if err != nil || f <= 0 {
+	if err != nil || f <= 0 || math.IsNaN(f) {
+		if err != nil && strings.Contains(err.Error(), "value out of range") {
+			p.Add(loc, fmt.Sprintf("Input should be less than or equal to %d", MaxTTLMinutes), "less_than_equal")
+			return nil
+		}
 		p.Add(loc, "Input should be a number of minutes greater than 0", "greater_than")
+		return nil
+	}
+	if f > MaxTTLMinutes {
+		// Beyond it expires_at cannot follow ttl_minutes (time.Duration
+		// ends at 292 years) and no thread needs it.
+		p.Add(loc, fmt.Sprintf("Input should be less than or equal to %d (100 years in minutes)", MaxTTLMinutes), "less_than_equal")
 		return nil
 	}
 	out.Minutes = f

@@ -310,3 +310,31 @@ func TestConcurrentWrites(t *testing.T) {
 		}
 	}
 }
+
+// The largest ttl is accepted and expires_at agrees with ttl_minutes; a
+// larger one (1e20 minutes was accepted, and expires_at stopped at 146
+// years) is a 422 that changes nothing, on create and on PATCH.
+func TestTTLBounds(t *testing.T) {
+	const maxTTL = 100 * 365 * 24 * 60 // threads.MaxTTLMinutes
+	e := newEnv(t)
+	th := e.create(map[string]any{"ttl": maxTTL})
+	id := str(th, "thread_id")
+	got := e.must(200, "GET", "/threads/"+id+"?include=ttl", nil).M()
+	exp, err := time.Parse(time.RFC3339Nano, str(got, "ttl", "expires_at"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	created, _ := time.Parse(time.RFC3339Nano, str(th, "created_at"))
+	want := time.Duration(maxTTL) * time.Minute
+	if d := exp.Sub(created); d < want-time.Second || d > want+time.Second || num(got, "ttl", "ttl_minutes") != maxTTL {
+		t.Fatalf("expires_at %s is %s after creation, ttl_minutes %v", exp, d, got["ttl"])
+	}
+	for _, ttl := range []any{1e20, 1e300, maxTTL + 1, map[string]any{"strategy": "delete", "ttl": 1e20}} {
+		if r := e.do("PATCH", "/threads/"+id, map[string]any{"ttl": ttl}); r.Status != 422 {
+			t.Fatalf("PATCH ttl %v: %d %s", ttl, r.Status, r.Raw)
+		}
+	}
+	if after := e.must(200, "GET", "/threads/"+id+"?include=ttl", nil).M(); str(after, "ttl", "expires_at") != str(got, "ttl", "expires_at") {
+		t.Fatalf("a refused ttl changed the thread: %v", after["ttl"])
+	}
+}

@@ -30,6 +30,10 @@ type Target struct {
 	ActiveRevisionID string
 	// Graphs of the active revision; nil when unknown.
 	Graphs []string
+	// FailedRevisionID and FailedRevisionStatus name the deployment's
+	// latest revision when no revision is active and that one ended
+	// without deploying: the thread API then answers 409, not 503.
+	FailedRevisionID, FailedRevisionStatus string
 }
 
 // ErrDeploymentNotFound is what a Resolver returns for a missing (or

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -23,11 +24,7 @@ const MaxBodyBytes = 8 << 20
 func DecodeJSON(r *http.Request, v any, allowEmpty bool) error {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return Errorf(http.StatusRequestEntityTooLarge, "Request body exceeds %d bytes", mbe.Limit)
-		}
-		return BadRequest("Could not read request body")
+		return BodyError(err)
 	}
 	return DecodeBytes(data, v, allowEmpty)
 }
@@ -40,6 +37,11 @@ func DecodeBytes(data []byte, v any, allowEmpty bool) error {
 		} else {
 			return Invalid(Loc("body"), "Field required", "missing")
 		}
+	}
+	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) && wantsObject(v) {
+		// encoding/json leaves v alone for null: a request body that
+		// must be an object would pass as {}.
+		return Invalid(Loc("body"), "Input should be a valid dictionary or object to extract fields from", "model_attributes_type")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -54,6 +56,15 @@ func DecodeBytes(data []byte, v any, allowEmpty bool) error {
 		return Invalid(Loc("body"), "JSON decode error: trailing data after the JSON value", "json_invalid")
 	}
 	return nil
+}
+
+// wantsObject reports whether v points at a struct or a map.
+func wantsObject(v any) bool {
+	t := reflect.TypeOf(v)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t != nil && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map)
 }
 
 func decodeError(data []byte, err error) error {

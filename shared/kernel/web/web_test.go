@@ -77,6 +77,8 @@ func TestDecodeJSON(t *testing.T) {
 		{"syntax", `{"name" "a"}`, 422, `["body",9]`},
 		{"trailing", `{"name":"a"} {}`, 422, `["body"]`},
 		{"empty", ``, 422, `["body"]`},
+		{"null", `null`, 422, `["body"]`},
+		{"null with spaces", " null\n", 422, `["body"]`},
 		{"too large", `{"name":"` + strings.Repeat("x", 2000) + `"}`, 413, ""},
 	}
 	for _, c := range cases {
