@@ -53,5 +53,6 @@ func (t targets) ThreadTarget(ctx context.Context, id string) (threads.Target, e
 		return threads.Target{}, err
 	}
 	return threads.Target{DeploymentID: d.DeploymentID, WorkspaceID: d.WorkspaceID, Status: d.Status,
-		ActiveRevisionID: d.ActiveRevisionID, Graphs: d.Graphs}, nil
+		ActiveRevisionID: d.ActiveRevisionID, Graphs: d.Graphs,
+		FailedRevisionID: d.FailedRevisionID, FailedRevisionStatus: d.FailedRevisionStatus}, nil
 }
