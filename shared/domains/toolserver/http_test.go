@@ -169,7 +169,9 @@ func TestToolsAndSchemas(t *testing.T) {
 			t.Errorf("%s: parameters %v, want %v", name, keys, want)
 		}
 	}
-	prop := func(tool, p string) map[string]any { return schemas[tool]["properties"].(map[string]any)[p].(map[string]any) }
+	prop := func(tool, p string) map[string]any {
+		return schemas[tool]["properties"].(map[string]any)[p].(map[string]any)
+	}
 	for _, c := range []struct {
 		tool, param string
 		typ         any

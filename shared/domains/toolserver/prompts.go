@@ -94,9 +94,9 @@ func (s *Service) getPromptByName(ctx context.Context, p *platform, in getPrompt
 		return nil, err
 	}
 	var c struct {
-		CommitHash string         `json:"commit_hash"`
-		Manifest   any            `json:"manifest"`
-		Examples   any            `json:"examples"`
+		CommitHash string `json:"commit_hash"`
+		Manifest   any    `json:"manifest"`
+		Examples   any    `json:"examples"`
 	}
 	path := "/commits/" + url.PathEscape(owner) + "/" + url.PathEscape(name) + "/" + url.PathEscape(commit)
 	if err := p.get(ctx, path, nil, &c); err != nil {

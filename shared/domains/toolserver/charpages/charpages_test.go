@@ -13,9 +13,9 @@ import (
 
 func TestPreviewMarksRemovedCharacters(t *testing.T) {
 	in := map[string]any{
-		"short": "abc",
-		"long":  strings.Repeat("é", 200), // characters, not bytes
-		"list":  []any{strings.Repeat("x", 151), json.Number("12345678901234567890"), true, nil},
+		"short":                  "abc",
+		"long":                   strings.Repeat("é", 200), // characters, not bytes
+		"list":                   []any{strings.Repeat("x", 151), json.Number("12345678901234567890"), true, nil},
 		strings.Repeat("k", 300): "keys are never cut",
 	}
 	out := charpages.Preview(in, 150).(map[string]any)
