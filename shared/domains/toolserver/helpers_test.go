@@ -182,6 +182,7 @@ func fails(t testing.TB, cs *mcp.ClientSession, tool string, args map[string]any
 	if !isErr || !strings.Contains(msg, want) {
 		t.Fatalf("%s(%v): want an error containing %q, got isError=%v %v", tool, args, want, isErr, out)
 	}
+	t.Logf("%s: %s", tool, msg)
 }
 
 func items(v any) []map[string]any {
@@ -222,4 +223,11 @@ func textOf(t testing.TB, res *mcp.CallToolResult) string {
 		t.Fatalf("content %T", res.Content[0])
 	}
 	return tc.Text
+}
+
+func newLocalServer(t testing.TB, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

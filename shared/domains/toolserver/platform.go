@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 
 	"github.com/agentplane/agentplane/shared/kernel/netguard"
@@ -40,9 +41,14 @@ type PlatformError struct {
 	Method string
 	Path   string
 	Detail string
+	// Location is a redirect's target (redirects are not followed).
+	Location string
 }
 
 func (e *PlatformError) Error() string {
+	if e.Status >= 300 && e.Status < 400 {
+		return fmt.Sprintf("the platform redirected %s %s (%d) to %q; set SERVICE-ENDPOINT to the platform's API URL itself", e.Method, e.Path, e.Status, e.Location)
+	}
 	what := "the platform answered"
 	switch e.Status {
 	case http.StatusUnauthorized:
@@ -178,7 +184,7 @@ func (p *platform) do(ctx context.Context, method, base, path string, q url.Valu
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return &PlatformError{Status: resp.StatusCode, Method: method, Path: path, Detail: errorDetail(raw)}
+		return &PlatformError{Status: resp.StatusCode, Method: method, Path: path, Detail: errorDetail(raw), Location: resp.Header.Get("Location")}
 	}
 	d := json.NewDecoder(resp.Body)
 	d.UseNumber()
@@ -186,9 +192,34 @@ func (p *platform) do(ctx context.Context, method, base, path string, q url.Valu
 		if !isSyntax(err) {
 			return p.transportError(ctx, method, path, err)
 		}
-		return fmt.Errorf("the platform's answer to %s %s is not the expected JSON: %v", method, path, err)
+		return fmt.Errorf("the platform's answer to %s %s is not the expected JSON: %s", method, path, jsonProblem(err))
 	}
 	return nil
+}
+
+// jsonProblem describes a decoding error in JSON's terms, not Go's.
+func jsonProblem(err error) string {
+	var ute *json.UnmarshalTypeError
+	if errors.As(err, &ute) {
+		want := "another value"
+		switch ute.Type.Kind() {
+		case reflect.Slice, reflect.Array:
+			want = "an array"
+		case reflect.Map, reflect.Struct:
+			want = "an object"
+		case reflect.String:
+			want = "a string"
+		}
+		where := ""
+		if ute.Field != "" {
+			where = " at " + ute.Field
+		}
+		return fmt.Sprintf("found %s where %s was expected%s", ute.Value, want, where)
+	}
+	if errors.Is(err, io.EOF) {
+		return "the body is empty"
+	}
+	return err.Error()
 }
 
 func isSyntax(err error) bool {
