@@ -161,7 +161,7 @@ func TestToolErrors(t *testing.T) {
 		"wrong shape": {func(w http.ResponseWriter, r *http.Request) bool {
 			_, _ = io.WriteString(w, `{"datasets": []}`)
 			return true
-		}, "found object where an array was expected"},
+		}, "found an object where an array was expected"},
 		"too large": {func(w http.ResponseWriter, r *http.Request) bool {
 			_, _ = io.WriteString(w, `[{"name":"`+strings.Repeat("x", 100<<10)+`"}]`)
 			return true

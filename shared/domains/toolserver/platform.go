@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/agentplane/agentplane/shared/kernel/netguard"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // platform is one request's client of the platform API: the caller's
@@ -186,13 +188,41 @@ func (p *platform) do(ctx context.Context, method, base, path string, q url.Valu
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return &PlatformError{Status: resp.StatusCode, Method: method, Path: path, Detail: errorDetail(raw), Location: resp.Header.Get("Location")}
 	}
-	d := json.NewDecoder(resp.Body)
-	d.UseNumber()
-	if err := d.Decode(out); err != nil {
-		if !isSyntax(err) {
-			return p.transportError(ctx, method, path, err)
-		}
+	raw, err := readBody(resp)
+	if err != nil {
+		return p.transportError(ctx, method, path, err)
+	}
+	if err := decodeJSON(raw, out); err != nil {
 		return fmt.Errorf("the platform's answer to %s %s is not the expected JSON: %s", method, path, jsonProblem(err))
+	}
+	return nil
+}
+
+// readBody reads a whole response body (bounded by the transport), sized
+// up front from Content-Length so a large answer is not copied as it grows.
+func readBody(resp *http.Response) ([]byte, error) {
+	if resp.ContentLength <= 0 || resp.ContentLength > DefaultMaxResponseBytes {
+		return io.ReadAll(resp.Body)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, resp.ContentLength+1))
+	_, err := buf.ReadFrom(resp.Body)
+	return buf.Bytes(), err
+}
+
+// decodeJSON decodes a platform answer: numbers kept as written
+// (json.Number), strings pointing into body instead of copied (body is
+// never reused). segmentio/encoding parses several times faster than
+// encoding/json, into the same types.
+func decodeJSON(body []byte, out any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return io.EOF
+	}
+	rest, err := segjson.Parse(body, out, segjson.UseNumber|segjson.DontCopyString|segjson.DontCopyNumber)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return fmt.Errorf("unexpected data after the JSON value")
 	}
 	return nil
 }
@@ -214,12 +244,44 @@ func jsonProblem(err error) string {
 		if ute.Field != "" {
 			where = " at " + ute.Field
 		}
-		return fmt.Sprintf("found %s where %s was expected%s", ute.Value, want, where)
+		return fmt.Sprintf("found %s where %s was expected%s", jsonKind(ute.Value), want, where)
 	}
 	if errors.Is(err, io.EOF) {
 		return "the body is empty"
 	}
-	return err.Error()
+	return clip(strings.TrimPrefix(err.Error(), "json: "), 300)
+}
+
+// jsonKind names the kind of a JSON value from its text or kind name.
+func jsonKind(v string) string {
+	v = strings.TrimSpace(v)
+	if u, err := strconv.Unquote(v); err == nil && u != "" && strings.ContainsAny(u[:1], "{[\"tfn-0123456789") {
+		v = u // segmentio/encoding quotes the offending value's text
+	}
+	if v == "" {
+		return "a value"
+	}
+	switch v[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		if v == "null" {
+			return "null"
+		}
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return "a number"
+	}
+	switch v {
+	case "object", "array", "string", "number", "bool":
+		return "a JSON " + v
+	}
+	return clip(v, 40)
 }
 
 func isSyntax(err error) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"github.com/agentplane/agentplane/shared/domains/toolserver/charpages"
@@ -94,8 +95,12 @@ var paginationProps = []prop{
 }
 
 // toolResult is the answer of a tool that succeeded: an object, carried as
-// structuredContent and as its JSON text.
+// structuredContent and as its JSON text. A rawResult is that object
+// already encoded (the paginated answers, assembled from their encoded
+// items without another encoding pass).
 type toolResult = any
+
+type rawResult []byte
 
 // runFunc is a tool body: the platform client of this call and the
 // decoded, defaulted arguments.
@@ -106,19 +111,56 @@ type runFunc[In any] func(ctx context.Context, p *platform, in In) (toolResult, 
 func errorResult(err error) *mcp.CallToolResult {
 	body := map[string]string{"error": err.Error()}
 	b, _ := json.Marshal(body)
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: body}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
 }
 
 var readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: jsonschema.Ptr(true)}
 
+// decodeArgs applies the schema's defaults to the call's arguments,
+// validates them, and decodes them into In: what the SDK's typed tools do,
+// done here so the answer can be encoded once.
+func decodeArgs[In any](resolved *jsonschema.Resolved, raw json.RawMessage) (In, error) {
+	var in In
+	m := map[string]any{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return in, fmt.Errorf("arguments must be a JSON object: %v", err)
+		}
+		if m == nil {
+			m = map[string]any{}
+		}
+	}
+	var v any = m
+	if err := resolved.ApplyDefaults(&v); err != nil {
+		return in, err
+	}
+	if err := resolved.Validate(&v); err != nil {
+		return in, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return in, err
+	}
+	err = json.Unmarshal(b, &in)
+	return in, err
+}
+
 // addPlatformTool registers a tool that calls the platform: each call gets
 // its credentials from creds, its own platform client and a deadline.
 func addPlatformTool[In any](s *Service, srv *mcp.Server, creds func(*mcp.CallToolRequest) Credentials, name, title, desc string, schema *jsonschema.Schema, run runFunc[In]) {
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		panic(fmt.Sprintf("toolserver: schema of %s: %v", name, err)) // a programming error, caught by every test
+	}
 	tool := &mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: schema, Annotations: readOnly}
-	mcp.AddTool(srv, tool, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+	srv.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		in, err := decodeArgs[In](resolved, req.Params.Arguments)
+		if err != nil {
+			return errorResult(fmt.Errorf("validating \"arguments\": %v", err)), nil
+		}
 		p, err := s.platformFor(creds(req))
 		if err != nil {
-			return errorResult(err), nil, nil
+			return errorResult(err), nil
 		}
 		ctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 		defer cancel()
@@ -130,9 +172,15 @@ func addPlatformTool[In any](s *Service, srv *mcp.Server, creds func(*mcp.CallTo
 				level = slog.LevelWarn
 			}
 			s.log.Log(ctx, level, "tool call failed", slog.String("tool", name), slog.String("endpoint_host", p.host), slog.String("error", err.Error()))
-			return errorResult(err), nil, nil
+			return errorResult(err), nil
 		}
-		return nil, out, nil
+		b, ok := out.(rawResult)
+		if !ok {
+			if b, err = json.Marshal(out); err != nil {
+				return errorResult(err), nil
+			}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
 	})
 }
 

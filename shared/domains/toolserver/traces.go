@@ -48,14 +48,30 @@ func metaOf(p charpages.Page) pageMeta {
 	return m
 }
 
-type threadPage struct {
-	Result []json.RawMessage `json:"result"`
-	pageMeta
-}
-
-type runsPage struct {
-	Runs []json.RawMessage `json:"runs"`
-	pageMeta
+// pageJSON assembles a paginated answer from its encoded items:
+// {"<key>": [items], "page_number", "total_pages", ...}.
+func pageJSON(key string, items []json.RawMessage, m pageMeta) (rawResult, error) {
+	meta, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	n := len(key) + len(meta) + 8
+	for _, it := range items {
+		n += len(it) + 1
+	}
+	b := make([]byte, 0, n)
+	b = append(b, `{"`...)
+	b = append(b, key...)
+	b = append(b, `":[`...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, "],"...)
+	b = append(b, meta[1:]...) // the envelope's fields, after its "{"
+	return b, nil
 }
 
 // resolveProject finds a project's id by its exact name.
@@ -202,7 +218,7 @@ func (s *Service) getThreadHistory(ctx context.Context, p *platform, in threadHi
 	if err != nil {
 		return nil, err
 	}
-	return threadPage{Result: page.Items, pageMeta: metaOf(page)}, nil
+	return pageJSON("result", page.Items, metaOf(page))
 }
 
 // appendMessages adds a run's messages: all of inputs.messages as they
@@ -238,29 +254,34 @@ func appendMessages(out []any, run any) []any {
 // sortByStart orders runs by start_time, oldest first, runs without one
 // first; equal times keep the platform's order.
 func sortByStart(runs []any) {
-	key := func(r any) (time.Time, string, bool) {
+	type key struct {
+		run  any
+		set  bool
+		at   time.Time
+		text string
+	}
+	keys := make([]key, len(runs))
+	for i, r := range runs {
 		m, _ := r.(map[string]any)
 		s, _ := m["start_time"].(string)
-		if s == "" {
-			return time.Time{}, "", false
+		keys[i] = key{run: r, set: s != "", text: s}
+		if s != "" {
+			keys[i].at, _ = parseTime(s)
 		}
-		t, err := parseTime(s)
-		if err != nil {
-			return time.Time{}, s, true
-		}
-		return t, s, true
 	}
-	sort.SliceStable(runs, func(i, j int) bool {
-		ti, si, oki := key(runs[i])
-		tj, sj, okj := key(runs[j])
-		if !oki || !okj {
-			return !oki && okj
+	sort.SliceStable(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if !a.set || !b.set {
+			return !a.set && b.set
 		}
-		if !ti.IsZero() && !tj.IsZero() {
-			return ti.Before(tj)
+		if !a.at.IsZero() && !b.at.IsZero() {
+			return a.at.Before(b.at)
 		}
-		return si < sj
+		return a.text < b.text
 	})
+	for i, k := range keys {
+		runs[i] = k.run
+	}
 }
 
 // parseTime reads the platform's ISO 8601 times, with or without a zone
@@ -344,25 +365,24 @@ func (s *Service) fetchRuns(ctx context.Context, p *platform, in fetchRunsIn) (t
 		if err != nil {
 			return nil, err
 		}
-		return runsPage{Runs: page.Items, pageMeta: metaOf(page)}, nil
+		return pageJSON("runs", page.Items, metaOf(page))
 	}
 	// One batch: page 1 of 1 (0 pages when there are no runs).
-	out := runsPage{Runs: []json.RawMessage{}, pageMeta: pageMeta{
-		PageNumber: in.PageNumber, MaxCharsPerPage: charpages.Cap(in.MaxCharsPerPage), PreviewChars: in.PreviewChars,
-	}}
+	meta := pageMeta{PageNumber: in.PageNumber, MaxCharsPerPage: charpages.Cap(in.MaxCharsPerPage), PreviewChars: in.PreviewChars}
 	if len(runs) > 0 {
-		out.TotalPages = 1
+		meta.TotalPages = 1
 	}
+	var encoded []json.RawMessage
 	if in.PageNumber == 1 {
 		for _, r := range runs {
-			b, err := json.Marshal(charpages.Preview(r, in.PreviewChars))
+			b, err := charpages.Encode(charpages.Preview(r, in.PreviewChars))
 			if err != nil {
 				return nil, err
 			}
-			out.Runs = append(out.Runs, b)
+			encoded = append(encoded, b)
 		}
 	}
-	return out, nil
+	return pageJSON("runs", encoded, meta)
 }
 
 type listProjectsIn struct {

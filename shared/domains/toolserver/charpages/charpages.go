@@ -31,6 +31,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // Budget constants of the interface.
@@ -137,11 +139,15 @@ func Size(v any) (int, error) {
 	return utf8.RuneCount(b), nil
 }
 
-// encode is compact JSON exactly as the MCP answer carries it
-// (encoding/json's escaping included), without a trailing newline.
-func encode(v any) ([]byte, error) {
-	return json.Marshal(v)
+// Encode is compact JSON exactly as the MCP answer carries it:
+// encoding/json's output (HTML-safe escaping, sorted keys), produced by
+// segmentio/encoding, which writes the same bytes about twice as fast (the
+// fuzz test holds it to that).
+func Encode(v any) ([]byte, error) {
+	return segjson.Marshal(v)
 }
+
+func encode(v any) ([]byte, error) { return Encode(v) }
 
 // Preview applies rule 2 to v, returning a new value (v is not modified;
 // values without long strings are returned as they are).

@@ -50,6 +50,13 @@ func FuzzPaginate(f *testing.F) {
 		maxChars = maxChars%40000 - 100 // small and negative budgets too
 		preview = preview % 400
 		items := fuzzItems(data)
+		for _, it := range items {
+			std, err1 := json.Marshal(charpages.Preview(it, preview))
+			ours, err2 := charpages.Encode(charpages.Preview(it, preview))
+			if err1 != nil || err2 != nil || !bytes.Equal(std, ours) {
+				t.Fatalf("Encode differs from encoding/json:\n%s\n%s (%v %v)", std, ours, err1, err2)
+			}
+		}
 		first, err := charpages.Paginate(items, 1, maxChars, preview)
 		if err != nil {
 			t.Fatal(err)
