@@ -23,7 +23,7 @@ func TestTwoTenantsConcurrently(t *testing.T) {
 	w := newWorld(t)
 	type expect struct {
 		key, workspace, datasetDesc, prompt string
-		messages                           int
+		messages                            int
 	}
 	tenants := []expect{
 		{keyA, wsA, "Questions and answers", "You answer support questions in {language}.", 80},
