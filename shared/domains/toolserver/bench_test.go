@@ -144,3 +144,16 @@ func TestCannedAnswersCoverTheBenchmarks(t *testing.T) {
 		t.Fatal("unknown paths must fail")
 	}
 }
+
+// Building the service (what a Lambda's init does after the runtime's own
+// start): 15 tools, their schemas resolved, the HTTP handler.
+func BenchmarkNew(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		svc, err := toolserver.New(toolserver.Options{DefaultEndpoint: "https://api.example.com"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = svc.Handler()
+	}
+}

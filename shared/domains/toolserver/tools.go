@@ -218,7 +218,7 @@ prompt_name is "name", "owner/name", or either followed by ":<commit hash>". Ret
 	addPlatformTool(s, srv, creds, ToolGetThreadHistory, "Get thread history",
 		`Message history of a conversation thread, oldest first, paginated by characters.
 
-The thread is found by the run metadata keys session_id, conversation_id or thread_id of the project's LLM runs (up to 100 runs). Call with page_number 1, then 2, 3, ... up to total_pages; the pages, concatenated, hold every message once. Returns {"result": [messages], "page_number", "total_pages", "max_chars_per_page", "preview_chars"}, plus "_truncated": true and "_truncated_message" when a single message larger than the page budget was cut further.`,
+The thread is found by the run metadata keys session_id, conversation_id or thread_id of the project's LLM runs; its 100 most recent LLM runs are read. Call with page_number 1, then 2, 3, ... up to total_pages; the pages, concatenated, hold every message once. Returns {"result": [messages], "page_number", "total_pages", "max_chars_per_page", "preview_chars"}, plus "_truncated": true and "_truncated_message" when a single message larger than the page budget was cut further.`,
 		object([]string{"thread_id", "project_name", "page_number"}, append([]prop{
 			reqString("thread_id", "The id of the thread (its session_id, conversation_id or thread_id metadata value)."),
 			reqString("project_name", "The name of the project (tracing project) holding the thread's runs."),
