@@ -33,6 +33,7 @@ func (s *Service) getBillingUsage(ctx context.Context, p *platform, in billingUs
 	}
 	usage, ok := raw.([]any)
 	if !ok {
+		//lint:ignore ST1005 the original server's message, kept for clients that match it
 		return nil, errors.New("Unexpected billing usage response")
 	}
 	names, err := p.workspaceNames(ctx)

@@ -35,6 +35,8 @@ type Credentials struct {
 
 // errMissingKey is the tool error of a stdio call without SERVICE_API_KEY
 // (the HTTP form answers 401 before any tool runs).
+//
+//lint:ignore ST1005 the original server's message (two sentences), kept for clients that match it
 var errMissingKey = errors.New("API key not found. For HTTP transport, provide the " + HeaderAPIKey +
 	" header. For stdio transport, set the " + EnvAPIKey + " environment variable.")
 

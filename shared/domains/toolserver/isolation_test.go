@@ -144,7 +144,7 @@ func TestToolErrors(t *testing.T) {
 		want  string
 	}{
 		"server error": {func(w http.ResponseWriter, r *http.Request) bool {
-			http.Error(w, `{"detail":"database unavailable"}`, 503)
+			http.Error(w, `{"detail":"database unavailable"}`, http.StatusServiceUnavailable)
 			return true
 		}, "503 for GET /datasets: database unavailable"},
 		"slow": {func(w http.ResponseWriter, r *http.Request) bool {

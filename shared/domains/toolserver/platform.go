@@ -284,12 +284,6 @@ func jsonKind(v string) string {
 	return clip(v, 40)
 }
 
-func isSyntax(err error) bool {
-	var se *json.SyntaxError
-	var ue *json.UnmarshalTypeError
-	return errors.As(err, &se) || errors.As(err, &ue) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
-}
-
 // transportError says why a call did not get an answer, without internals
 // the caller cannot act on.
 func (p *platform) transportError(ctx context.Context, method, path string, err error) error {
