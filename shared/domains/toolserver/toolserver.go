@@ -67,6 +67,10 @@ type Options struct {
 	// Resolver resolves endpoint host names for the guarded transport
 	// (nil: the system resolver).
 	Resolver netguard.Resolver
+	// DisableLocalhostProtection turns off the SDK's DNS-rebinding check
+	// (a request arriving on a loopback address with a non-loopback Host
+	// is 403): set it only behind a reverse proxy on the same host.
+	DisableLocalhostProtection bool
 	// Logger receives tool failures (never credentials); nil discards.
 	Logger *slog.Logger
 	// Version is the server version reported to clients (default "1.0.0").
@@ -138,7 +142,8 @@ func New(o Options) (*Service, error) {
 	})
 	s.mcpHandler = mcp.NewStreamableHTTPHandler(
 		func(*http.Request) *mcp.Server { return s.httpServer },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: MaxRequestBytes},
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, MaxRequestBodyBytes: MaxRequestBytes,
+			DisableLocalhostProtection: o.DisableLocalhostProtection},
 	)
 	return s, nil
 }
