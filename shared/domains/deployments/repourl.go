@@ -1,6 +1,7 @@
 package deployments
 
 import (
+	"github.com/agentplane/agentplane/shared/kernel/netguard"
 	"net/netip"
 	"net/url"
 	"path"
@@ -101,36 +102,10 @@ func CheckRepoURL(raw string, allowLocal bool) string {
 	return ""
 }
 
-// nonPublic are ranges that netip's predicates do not cover.
-var nonPublic = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-	netip.MustParsePrefix("192.0.2.0/24"),    // documentation
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking
-	netip.MustParsePrefix("198.51.100.0/24"), // documentation
-	netip.MustParsePrefix("203.0.113.0/24"),  // documentation
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, broadcast
-	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
-	netip.MustParsePrefix("2001:db8::/32"),   // documentation
-}
-
-// PublicAddr reports whether a is a public unicast address: not loopback,
-// private, link-local, unspecified, multicast or otherwise reserved.
-// IPv4-mapped IPv6 addresses are judged as their IPv4 address.
-func PublicAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() ||
-		a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
-		return false
-	}
-	for _, p := range nonPublic {
-		if p.Contains(a) {
-			return false
-		}
-	}
-	return true
-}
+// PublicAddr reports whether a is a public unicast address (the kernel's
+// one outbound-address rule, shared with the build's dialer and the tool
+// server).
+func PublicAddr(a netip.Addr) bool { return netguard.PublicAddr(a) }
 
 // normalizeRepoURL maps the spellings of one repository to one key, so a
 // push webhook (which names the repository as clone_url, html_url or
