@@ -1,15 +1,18 @@
 package main_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentplane/agentplane/shared/domains/builds/gittest"
 )
@@ -110,9 +113,7 @@ func TestBinaryUsageAndVersion(t *testing.T) {
 	if v["version"] != testVersion || v["commit"] != testCommit || !strings.HasPrefix(v["go"], "go1.") {
 		t.Fatalf("version: %v", v)
 	}
-	if r := runBin(t, dir, nil, "mcp"); r.code != 1 || !strings.Contains(r.stderr, "not available in this build") {
-		t.Fatalf("mcp: %+v", r)
-	}
+	mcpStdio(t, dir)
 	if r := runBin(t, dir, nil, "deployments", "ls"); r.code != 4 || !strings.Contains(r.stderr, "AGENTPLANE_API_KEY") {
 		t.Fatalf("no key: %+v", r)
 	}
@@ -163,4 +164,55 @@ func TestBinaryDeploy(t *testing.T) {
 	if r := runBin(t, work, env, "deployments", "get", "missing"); r.code != 5 {
 		t.Fatalf("404: %+v", r)
 	}
+}
+
+// `agentplane mcp --stdio` speaks MCP on stdin and stdout: an MCP client's
+// handshake, then the tool list, read line by line while stdin stays open
+// (as desktop clients do).
+func mcpStdio(t *testing.T, dir string) {
+	t.Helper()
+	cmd := exec.Command(binary(t), "mcp", "--stdio")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "SERVICE_API_KEY=ap_not_used_by_tools_list"}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = in.Close(); _ = cmd.Wait() }()
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+	} {
+		if _, err := io.WriteString(in, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	deadline := time.AfterFunc(30*time.Second, func() { _ = cmd.Process.Kill() })
+	defer deadline.Stop()
+	for sc.Scan() {
+		var msg struct {
+			ID     int `json:"id"`
+			Result struct {
+				Tools []struct{ Name string } `json:"tools"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(sc.Bytes(), &msg) != nil || msg.ID != 2 {
+			continue
+		}
+		if len(msg.Result.Tools) != 15 {
+			t.Fatalf("mcp --stdio listed %d tools", len(msg.Result.Tools))
+		}
+		return
+	}
+	t.Fatal("mcp --stdio did not answer tools/list")
 }

@@ -32,7 +32,8 @@ type proc struct {
 func start(t *testing.T, bin, dir, addr string, extraEnv ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(bin, "serve")
-	cmd.Env = append(os.Environ(), "AGENTPLANE_ADDR="+addr, "AGENTPLANE_DATA_DIR="+dir, "AGENTPLANE_LOG_LEVEL=warn")
+	cmd.Env = append(os.Environ(), "AGENTPLANE_ADDR="+addr, "AGENTPLANE_DATA_DIR="+dir, "AGENTPLANE_LOG_LEVEL=warn",
+		"AGENTPLANE_MCP_ADDR=127.0.0.1:0")
 	cmd.Env = append(cmd.Env, extraEnv...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -121,6 +122,19 @@ func TestBinaryLifecycle(t *testing.T) {
 	}
 	if !strings.HasPrefix(key, "ap_") {
 		t.Fatalf("no generated key printed: %v", out)
+	}
+	// The tool server runs beside the API on its own port.
+	var mcpURL string
+	for _, l := range out {
+		if i := strings.Index(l, "tool server (MCP) on "); i >= 0 {
+			mcpURL = strings.TrimSuffix(l[i+len("tool server (MCP) on "):], "/mcp")
+		}
+	}
+	if mcpURL == "" {
+		t.Fatalf("no tool server address printed: %v", out)
+	}
+	if code := get(t, mcpURL+"/health", ""); code != 200 {
+		t.Fatalf("tool server /health: %d", code)
 	}
 	base := "http://" + addr
 	if code := get(t, base+"/health", ""); code != 200 {

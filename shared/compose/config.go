@@ -29,6 +29,10 @@ type Config struct {
 	Addr string
 	// DataDir holds the local store, blobs and keys (AGENTPLANE_DATA_DIR, .data).
 	DataDir string
+	// MCPAddr is where the local server also serves the tool server
+	// (/mcp, /health): AGENTPLANE_MCP_ADDR, default 127.0.0.1:8001 for
+	// `agentplane serve`; "off" or empty serves none.
+	MCPAddr string
 	// BootstrapAPIKey is the admin key created on an empty store
 	// (AGENTPLANE_BOOTSTRAP_API_KEY); generated and printed once when empty.
 	BootstrapAPIKey string
@@ -76,6 +80,7 @@ func ConfigFromEnv() (Config, error) {
 	c := Config{
 		Mode:            Mode(env("AGENTPLANE_MODE", string(ModeLocal))),
 		Addr:            env("AGENTPLANE_ADDR", "127.0.0.1:8000"),
+		MCPAddr:         env("AGENTPLANE_MCP_ADDR", "127.0.0.1:8001"),
 		DataDir:         env("AGENTPLANE_DATA_DIR", ".data"),
 		BootstrapAPIKey: os.Getenv("AGENTPLANE_BOOTSTRAP_API_KEY"),
 		BaseURL:         strings.TrimRight(os.Getenv("AGENTPLANE_BASE_URL"), "/"),

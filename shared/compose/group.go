@@ -33,6 +33,11 @@ type Group struct {
 	Sweeps bool
 	// Uses is what the group reads and writes (per-function IAM).
 	Uses Uses
+	// Host is "" for the platform API (one API Gateway REST API per region,
+	// the all-in-one server's port). A group with its own host (the tool
+	// server, "mcp") is served at its own address: its own API in AWS, its
+	// own port locally; it is not mounted on the platform API.
+	Host string
 	// Build makes the group's modules over p.
 	Build func(ctx context.Context, p *Platform) (*Module, error)
 }

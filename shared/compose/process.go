@@ -71,8 +71,8 @@ func (pr *Process) Groups() []Group { return pr.groups }
 // Mux returns a mux with every group's routes behind the edge.
 func (pr *Process) Mux() *web.Mux {
 	mux := web.NewMux()
-	for _, m := range pr.mods {
-		if m.Mount != nil {
+	for i, m := range pr.mods {
+		if m.Mount != nil && pr.groups[i].Host == "" {
 			m.Mount(mux, pr.edge)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentplane/agentplane/shared/compose/buildgroup"
 	"github.com/agentplane/agentplane/shared/compose/controlplanegroup"
 	"github.com/agentplane/agentplane/shared/compose/datasetsgroup"
+	"github.com/agentplane/agentplane/shared/compose/mcpgroup"
 	"github.com/agentplane/agentplane/shared/compose/orgaccessgroup"
 	"github.com/agentplane/agentplane/shared/compose/platformgroup"
 	"github.com/agentplane/agentplane/shared/compose/promptsgroup"
@@ -31,6 +32,7 @@ func Groups() []compose.Group {
 		datasetsgroup.Group,
 		promptsgroup.Group,
 		billinggroup.Group,
+		mcpgroup.Group,
 	}
 }
 
@@ -44,11 +46,14 @@ func Lookup(name string) (compose.Group, bool) {
 	return compose.Group{}, false
 }
 
-// Routes returns every route of every group.
+// Routes returns every route of the platform API (groups with their own
+// host, the tool server, are served elsewhere: see their Group).
 func Routes() []api.Spec {
 	var out []api.Spec
 	for _, g := range Groups() {
-		out = append(out, g.Routes...)
+		if g.Host == "" {
+			out = append(out, g.Routes...)
+		}
 	}
 	return out
 }
@@ -69,7 +74,7 @@ func Consumer(topic string) (compose.Group, bool) {
 func OpenAPI() ([]byte, error) {
 	var tags []openapi.Tag
 	for _, g := range Groups() {
-		if len(g.Routes) > 0 {
+		if len(g.Routes) > 0 && g.Host == "" {
 			tags = append(tags, openapi.Tag{Name: g.Name, Description: g.Description})
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/compose"
 	"github.com/agentplane/agentplane/shared/compose/catalog"
+	"github.com/agentplane/agentplane/shared/compose/mcpgroup"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
@@ -68,6 +69,11 @@ func ServeWith(ctx context.Context, pr *compose.Process, ln net.Listener, out io
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	ln = web.Listen(ln, web.ListenerOptions{MaxConnsPerClient: lim.MaxConnsPerClient, MaxHeaderBytes: lim.MaxHeaderBytes})
+	mcp, err := startToolServer(pr, lim, out)
+	if err != nil {
+		pr.Close()
+		return err
+	}
 	bgCtx, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	bgDone := make(chan struct{})
 	go func() {
@@ -92,6 +98,11 @@ func ServeWith(ctx context.Context, pr *compose.Process, ln net.Listener, out io
 	if err := srv.Shutdown(sctx); err != nil {
 		result = errors.Join(result, fmt.Errorf("shutdown: %w", err))
 	}
+	if mcp != nil {
+		if err := mcp.Shutdown(sctx); err != nil {
+			result = errors.Join(result, fmt.Errorf("shutdown of the tool server: %w", err))
+		}
+	}
 	stopBG()
 	<-bgDone
 	if err := pr.Close(); err != nil {
@@ -99,6 +110,34 @@ func ServeWith(ctx context.Context, pr *compose.Process, ln net.Listener, out io
 	}
 	log.Info("stopped")
 	return result
+}
+
+// startToolServer serves the tool server on its own port (Config.MCPAddr),
+// calling this installation's API in process; nil when turned off.
+func startToolServer(pr *compose.Process, lim Limits, out io.Writer) (*http.Server, error) {
+	addr := pr.P.Config.MCPAddr
+	if addr == "" || addr == "off" {
+		return nil, nil
+	}
+	svc, err := mcpgroup.Local(pr.P.Config.BaseURL, pr.Handler(), pr.P.Log)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("tool server: %w", err)
+	}
+	ln = web.Listen(ln, web.ListenerOptions{MaxConnsPerClient: lim.MaxConnsPerClient, MaxHeaderBytes: lim.MaxHeaderBytes})
+	srv := &http.Server{
+		Handler:           web.SlowBodies(lim.bodyTimeouts())(compose.Middleware(svc.Handler(), pr.P.Log)),
+		ReadHeaderTimeout: lim.HeaderTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+		MaxHeaderBytes:    lim.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(pr.P.Log.Handler(), slog.LevelWarn),
+	}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Fprintf(out, "agentplane: tool server (MCP) on http://%s/mcp\n", ln.Addr())
+	return srv, nil
 }
 
 // start bootstraps the store and runs a requested key recovery.
