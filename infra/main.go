@@ -1,6 +1,9 @@
 // Command infra is the CDK app of agentplane: the same region stack for the
-// US and the EU. Run it from infra/ (cdk.json: "cd infra && go run ."); the
-// CDK CLI, or scripts/synth.sh, sets CDK_OUTDIR.
+// US and the EU, generated from the route groups of shared/compose/catalog.
+// Run it from infra/ (cdk.json: "cd infra && go run ."); the CDK CLI, or
+// scripts/synth.sh, sets CDK_OUTDIR. Next to the templates it writes
+// agentplane.layout.json, the groups as the stacks deploy them, for the
+// LocalStack hooks.
 //
 // Context keys (cdk.json or -c key=value):
 //
@@ -12,7 +15,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,27 +23,37 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/agentplane/agentplane/infra/stacks"
-	"github.com/agentplane/agentplane/shared/domains/builds"
-	"github.com/agentplane/agentplane/shared/routes"
-	"github.com/agentplane/agentplane/shared/kernel/workflow"
 )
 
 // StackIDs are the two region stacks.
 var StackIDs = map[string]string{"us": "Agentplane-US", "eu": "Agentplane-EU"}
 
+// LayoutFile is the name of the layout written next to the templates.
+const LayoutFile = "agentplane.layout.json"
+
 func main() {
 	defer jsii.Close()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "infra:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
 	props, err := appProps()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "infra:", err)
-		os.Exit(1)
+		return err
+	}
+	layout, err := stacks.CatalogLayout()
+	if err != nil {
+		return err
 	}
 	app := awscdk.NewApp(props)
-	if err := define(app); err != nil {
-		fmt.Fprintln(os.Stderr, "infra:", err)
-		os.Exit(1)
+	if err := define(app, layout); err != nil {
+		return err
 	}
 	app.Synth(nil)
+	return layout.WriteJSON(filepath.Join(*app.Outdir(), LayoutFile))
 }
 
 // appProps gives a directly run app (go run ., scripts/synth.sh) the
@@ -51,32 +63,15 @@ func appProps() (*awscdk.AppProps, error) {
 	if os.Getenv("CDK_CONTEXT_JSON") != "" {
 		return nil, nil
 	}
-	raw, err := os.ReadFile(filepath.Join("..", "cdk.json"))
+	ctx, err := stacks.CDKContext(filepath.Join("..", "cdk.json"))
 	if err != nil {
 		return nil, fmt.Errorf("run from infra/: %w", err)
 	}
-	var cfg struct {
-		Context map[string]any `json:"context"`
-	}
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return nil, fmt.Errorf("cdk.json: %w", err)
-	}
-	if cfg.Context == nil {
-		cfg.Context = map[string]any{}
-	}
-	// The CLI turns these on by default: construct paths and asset paths
-	// in resource metadata (sam local invoke finds a function's code by
-	// its aws:asset:path).
-	for _, k := range []string{"aws:cdk:enable-path-metadata", "aws:cdk:enable-asset-metadata"} {
-		if _, ok := cfg.Context[k]; !ok {
-			cfg.Context[k] = true
-		}
-	}
-	return &awscdk.AppProps{Context: &cfg.Context}, nil
+	return &awscdk.AppProps{Context: &ctx}, nil
 }
 
 // define adds both region stacks to app.
-func define(app awscdk.App) error {
+func define(app awscdk.App, layout *stacks.Layout) error {
 	ctx := func(key, def string) string {
 		if v, ok := app.Node().TryGetContext(jsii.String(key)).(string); ok && v != "" {
 			return v
@@ -86,6 +81,9 @@ func define(app awscdk.App) error {
 	root := ctx("rootDir", "..")
 	fns, err := stacks.FunctionNames(filepath.Join(root, "functions"))
 	if err != nil {
+		return err
+	}
+	if err := stacks.CheckFunctions(fns, layout); err != nil {
 		return err
 	}
 	account := ctx("account", os.Getenv("CDK_DEFAULT_ACCOUNT"))
@@ -101,10 +99,8 @@ func define(app awscdk.App) error {
 				Description: jsii.String("agentplane, " + name + " region"),
 			},
 			RegionName: name,
-			Functions:  fns,
+			Layout:     layout,
 			CodeDir:    filepath.Join(root, "dist"),
-			Groups:     routes.Groups(),
-			Workflows:  []workflow.Definition{builds.Definition()},
 		})
 		if err != nil {
 			return err

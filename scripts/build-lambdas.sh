@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds every Lambda function under functions/*/ for provided.al2023 on
-# arm64: dist/<fn>/bootstrap and dist/<fn>.zip (bootstrap at the zip root,
-# mode 0755). Two builds at a time; zips are written by a small Go program
-# (scripts/lambdazip), so `zip` need not be installed.
+# Builds every Lambda function under functions/*/ (one per route group of
+# the catalog; the CDK app deploys dist/<group>.zip as that group's
+# function) for provided.al2023 on arm64: dist/<fn>/bootstrap and
+# dist/<fn>.zip (bootstrap at the zip root, mode 0755). Two builds at a
+# time; zips are written by a small Go program (scripts/lambdazip), so
+# `zip` need not be installed.
 # Usage: scripts/build-lambdas.sh [fn ...]   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +32,7 @@ build_one() {
   GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -tags lambda.norpc \
     -o "dist/$fn/bootstrap" "./functions/$fn"
   .cache/lambdazip "dist/$fn.zip" "dist/$fn/bootstrap"
-  echo "  built dist/$fn.zip ($(( $(stat -c %s "dist/$fn.zip") / 1024 )) KiB)"
+  echo "  built dist/$fn.zip ($(( $(stat -c %s "dist/$fn.zip") / 1024 )) KiB; bootstrap $(stat -c %s "dist/$fn/bootstrap") bytes)"
 }
 export -f build_one
 

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Synthesizes the US and EU stacks into cdk.out/ and exports each state
-# machine's resolved ASL to cdk.out/asl/<stack>.<workflow>.asl.json.
+# Synthesizes the US and EU stacks into cdk.out/ (one function, and when it
+# consumes topics one queue, per route group of shared/compose/catalog;
+# cdk.out/agentplane.layout.json lists them for the LocalStack hooks) and
+# exports each state machine's resolved ASL to
+# cdk.out/asl/<stack>.<workflow>.asl.json.
 #
 # The CDK app runs directly (cd infra && go run .) with CDK_OUTDIR, so no
 # CDK CLI and no network is needed; the app reads its context (regions,

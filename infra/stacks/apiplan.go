@@ -6,11 +6,11 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agentplane/agentplane/shared/routes"
+	"github.com/agentplane/agentplane/shared/kernel/api"
 )
 
 // apiNode is one resource of the REST API: a path part, the methods on it
-// (method → route group) and its child resources.
+// (method → group) and its child resources.
 type apiNode struct {
 	part     string // "" for the root, "items", "{id}" or "{path+}"
 	methods  map[string]string
@@ -77,26 +77,25 @@ func apiPart(seg string, last bool) (string, error) {
 
 func isVariable(part string) bool { return strings.HasPrefix(part, "{") }
 
-// planAPI builds the resource tree of the REST API from the route table.
-// It rejects what API Gateway would reject at deploy time: two groups on
-// one method and path, two differently named parameters (or a parameter
-// and a wildcard) under one parent, and paths it cannot express.
-func planAPI(groups []routes.Group) (*apiNode, error) {
+// planAPI builds the resource tree of the REST API from the routes (each
+// names its group: the function the method invokes). It rejects what API
+// Gateway would reject at deploy time: two groups on one method and path,
+// two differently named parameters (or a parameter and a wildcard) under
+// one parent, and paths it cannot express.
+func planAPI(specs []api.Spec) (*apiNode, error) {
 	root := newNode("")
-	for _, g := range groups {
-		if len(g.Routes) == 0 {
-			return nil, fmt.Errorf("route group %s has no routes", g.Name)
+	for _, r := range specs {
+		if r.Group == "" {
+			return nil, fmt.Errorf("route %s names no group", r.Pattern())
 		}
-		for _, r := range g.Routes {
-			if err := addRoute(root, g.Name, r); err != nil {
-				return nil, fmt.Errorf("route group %s, %s: %w", g.Name, r.Pattern(), err)
-			}
+		if err := addRoute(root, r); err != nil {
+			return nil, fmt.Errorf("group %s, %s: %w", r.Group, r.Pattern(), err)
 		}
 	}
 	return root, nil
 }
 
-func addRoute(root *apiNode, group string, r routes.Route) error {
+func addRoute(root *apiNode, r api.Spec) error {
 	if !httpMethods[r.Method] {
 		return fmt.Errorf("method %q is not one API Gateway routes", r.Method)
 	}
@@ -135,7 +134,7 @@ func addRoute(root *apiNode, group string, r routes.Route) error {
 	if prev, dup := n.methods[r.Method]; dup {
 		return fmt.Errorf("already served by group %s", prev)
 	}
-	n.methods[r.Method] = group
+	n.methods[r.Method] = r.Group
 	return nil
 }
 

@@ -5,19 +5,18 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentplane/agentplane/shared/routes"
+	"github.com/agentplane/agentplane/shared/compose/catalog"
+	"github.com/agentplane/agentplane/shared/kernel/api"
 )
 
-func TestPlanAPIFromTheRouteTable(t *testing.T) {
-	root, err := planAPI(routes.Groups())
+func TestPlanAPIFromTheCatalog(t *testing.T) {
+	root, err := planAPI(catalog.Routes())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want []string
-	for _, g := range routes.Groups() {
-		for _, r := range g.Routes {
-			want = append(want, r.Method+" "+APIPath(r.Path))
-		}
+	for _, r := range catalog.Routes() {
+		want = append(want, r.Method+" "+APIPath(r.Path))
 	}
 	got := apiRoutes(root)
 	if len(got) != len(want) {
@@ -35,18 +34,17 @@ func TestPlanAPIFromTheRouteTable(t *testing.T) {
 }
 
 func TestPlanAPI(t *testing.T) {
-	g := func(name string, rs ...string) routes.Group {
-		out := routes.Group{Name: name}
+	g := func(name string, rs ...string) []api.Spec {
+		var out []api.Spec
 		for _, r := range rs {
 			m, p, _ := strings.Cut(r, " ")
-			out.Routes = append(out.Routes, routes.Route{Method: m, Path: p})
+			out = append(out, api.Spec{Group: name, Method: m, Path: p})
 		}
 		return out
 	}
-	root, err := planAPI([]routes.Group{
+	root, err := planAPI(append(
 		g("a", "GET /", "GET /items", "POST /items", "GET /items/{id}", "GET /files/{path...}"),
-		g("b", "DELETE /items/{id}", "GET /items/{id}/parts"),
-	})
+		g("b", "DELETE /items/{id}", "GET /items/{id}/parts")...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,19 +56,19 @@ func TestPlanAPI(t *testing.T) {
 		t.Errorf("DELETE /items/{id} → %q", grp)
 	}
 
-	for _, bad := range [][]routes.Group{
-		{g("a", "GET /x"), g("b", "GET /x")},
-		{g("a", "GET /x/{id}", "GET /x/{name}/y")},
-		{g("a", "GET /x/{id}", "GET /x/{rest...}")},
-		{g("a", "GET /x/{rest...}/y")},
-		{g("a", "GET /x/")},
-		{g("a", "GET /x//y")},
-		{g("a", "GET x")},
-		{g("a", "FETCH /x")},
-		{g("a", "GET /x/a{id}")},
-		{g("a", "GET /x/{1d}")},
-		{g("a", "GET /x y")},
-		{g("a")},
+	for _, bad := range [][]api.Spec{
+		append(g("a", "GET /x"), g("b", "GET /x")...),
+		g("a", "GET /x/{id}", "GET /x/{name}/y"),
+		g("a", "GET /x/{id}", "GET /x/{rest...}"),
+		g("a", "GET /x/{rest...}/y"),
+		g("a", "GET /x/"),
+		g("a", "GET /x//y"),
+		g("a", "GET x"),
+		g("a", "FETCH /x"),
+		g("a", "GET /x/a{id}"),
+		g("a", "GET /x/{1d}"),
+		g("a", "GET /x y"),
+		g("", "GET /x"),
 	} {
 		if _, err := planAPI(bad); err == nil {
 			t.Errorf("accepted %v", bad)

@@ -1,31 +1,25 @@
-// Package stacks holds the CDK definition of one agentplane region: the
-// single DynamoDB table, the blob bucket, the secrets key, the build queue,
-// one Lambda function per functions/ directory, the REST API generated from
-// shared/routes and one state machine per workflow definition. The app in
-// infra/main.go instantiates it for the US and the EU.
+// Package stacks holds the CDK definition of one agentplane region, generated
+// from the route groups of shared/compose/catalog: the single DynamoDB
+// table, the blob bucket and the secrets key; one Lambda function per group
+// with its own role (least privilege, from the group's Uses), its own SQS
+// queue and dead-letter queue when it consumes topics, and its own schedule
+// when it sweeps; the REST API with every group's routes; and one state
+// machine per workflow definition, whose steps run in the function of the
+// group that runs them. The app in infra/main.go instantiates it for the US
+// and the EU.
 package stacks
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-
-	"github.com/agentplane/agentplane/shared/routes"
 )
 
-// Background functions serve no route group.
-const (
-	FnBuildWorker = "build-worker"
-	FnBuildStep   = "build-step"
-	FnSweeper     = "sweeper"
-)
-
-var background = map[string]bool{FnBuildWorker: true, FnBuildStep: true, FnSweeper: true}
-
-// FunctionNames lists the Lambda functions: the directories of dir
-// (functions/) that hold a main.go, sorted.
+// FunctionNames lists the Lambda mains: the directories of dir (functions/)
+// that hold a main.go, sorted.
 func FunctionNames(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -47,37 +41,27 @@ func FunctionNames(dir string) ([]string, error) {
 	return out, nil
 }
 
-// checkFunctions makes sure every route group has a function and every
-// function is a route group or a background function.
-func checkFunctions(fns []string, groups []routes.Group) error {
+// CheckFunctions makes sure functions/ holds exactly one main per group:
+// a group without one could not be deployed, and a main without a group
+// would be built and never deployed.
+func CheckFunctions(fns []string, l *Layout) error {
 	have := map[string]bool{}
 	for _, f := range fns {
 		have[f] = true
 	}
-	isGroup := map[string]bool{}
-	for _, g := range groups {
-		isGroup[g.Name] = true
+	for _, g := range l.Groups {
 		if !have[g.Name] {
-			return fmt.Errorf("route group %s has no function (functions/%s/main.go)", g.Name, g.Name)
+			return fmt.Errorf("group %s has no function (functions/%s/main.go)", g.Name, g.Name)
 		}
-		if background[g.Name] {
-			return fmt.Errorf("route group %s has the name of a background function", g.Name)
-		}
+		delete(have, g.Name)
 	}
-	for _, f := range fns {
-		if !isGroup[f] && !background[f] {
-			return fmt.Errorf("function %s is neither a route group nor one of %s, %s, %s", f, FnBuildWorker, FnBuildStep, FnSweeper)
-		}
-	}
-	for b := range background {
-		if !have[b] {
-			return fmt.Errorf("function %s is missing", b)
-		}
+	for f := range have {
+		return fmt.Errorf("functions/%s is not a group of the catalog", f)
 	}
 	return nil
 }
 
-// pascal turns "build-worker" into "BuildWorker" for construct ids.
+// pascal turns "org-access" into "OrgAccess" for construct ids.
 func pascal(s string) string {
 	var b strings.Builder
 	up := true
@@ -93,4 +77,30 @@ func pascal(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// CDKContext reads the "context" of a cdk.json, feature flags included,
+// plus the path and asset metadata the CDK CLI turns on by default (sam
+// local invoke finds a function's code by its aws:asset:path). The app run
+// directly and the tests synthesize with it, as `cdk synth` would.
+func CDKContext(cdkJSON string) (map[string]any, error) {
+	raw, err := os.ReadFile(cdkJSON)
+	if err != nil {
+		return nil, err
+	}
+	var cfg struct {
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("%s: %w", cdkJSON, err)
+	}
+	if cfg.Context == nil {
+		cfg.Context = map[string]any{}
+	}
+	for _, k := range []string{"aws:cdk:enable-path-metadata", "aws:cdk:enable-asset-metadata"} {
+		if _, ok := cfg.Context[k]; !ok {
+			cfg.Context[k] = true
+		}
+	}
+	return cfg.Context, nil
 }

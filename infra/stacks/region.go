@@ -24,7 +24,6 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
-	"github.com/agentplane/agentplane/shared/routes"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/workflow"
 )
@@ -32,16 +31,11 @@ import (
 // StageName is the REST API's stage (the first part of the API URL's path).
 const StageName = "prod"
 
-// Settings of the functions by role.
 const (
-	apiTimeoutSeconds    = 29 // API Gateway's integration timeout
-	workerTimeoutSeconds = 120
-	stepTimeoutSeconds   = 900
-	sweepTimeoutSeconds  = 300
-	memoryMB             = 512
-	// maxReceives is how often a build message is tried before it moves
-	// to the dead-letter queue.
-	maxReceives = 5
+	memoryMB = 512
+	// batchSize is the SQS event source's batch (partial failures are
+	// reported per message, so a large batch costs no redundant work).
+	batchSize = 10
 	// The stage's throttle (requests per second, burst): a ceiling well
 	// under the account's regional limit, so one installation cannot
 	// starve others in the account; raise it with the account's quota.
@@ -54,16 +48,12 @@ type RegionStackProps struct {
 	awscdk.StackProps
 	// RegionName is the hosted region, "us" or "eu" (AGENTPLANE_REGION_NAME).
 	RegionName string
-	// Functions are the Lambda functions to create, the directory names of
-	// functions/ (FunctionNames).
-	Functions []string
-	// CodeDir holds each function's deployment package, <fn>.zip
-	// (dist/, written by scripts/build-lambdas.sh).
+	// Layout is the checked catalog (NewLayout over catalog.Groups() and
+	// the workflow definitions).
+	Layout *Layout
+	// CodeDir holds each group's deployment package, <group>.zip (dist/,
+	// written by scripts/build-lambdas.sh).
 	CodeDir string
-	// Groups is the route table (routes.Groups()).
-	Groups []routes.Group
-	// Workflows become state machines (builds.Definition()).
-	Workflows []workflow.Definition
 	// BaseURL is the public URL of the installation; by default the
 	// execute-api URL of the stage.
 	BaseURL string
@@ -72,53 +62,59 @@ type RegionStackProps struct {
 // RegionStack is one region's stack and the constructs tests look at.
 type RegionStack struct {
 	awscdk.Stack
-	Table         awsdynamodb.Table
-	Bucket        awss3.Bucket
-	LogBucket     awss3.Bucket
-	SecretsKey    awskms.Key
-	Queue         awssqs.Queue
-	DeadLetters   awssqs.Queue
+	Layout     *Layout
+	Table      awsdynamodb.Table
+	Bucket     awss3.Bucket
+	LogBucket  awss3.Bucket
+	SecretsKey awskms.Key
+	// The maps are keyed by group name (StateMachines by workflow name,
+	// Projects by "workflow/step").
 	Functions     map[string]awslambda.Function
+	Queues        map[string]awssqs.Queue
+	DeadLetters   map[string]awssqs.Queue
+	Schedules     map[string]awsevents.Rule
 	API           awsapigateway.RestApi
 	StateMachines map[string]awsstepfunctions.StateMachine
+	Projects      map[string]awscodebuild.Project
+	// machineARNs are the state machines' ARNs, known before they exist.
+	machineARNs map[string]*string
 }
 
 // NewRegionStack defines one region of agentplane. It checks its inputs
 // first and returns an error rather than a half-built stack.
 func NewRegionStack(scope constructs.Construct, id string, props *RegionStackProps) (*RegionStack, error) {
-	if props == nil {
-		return nil, fmt.Errorf("stack %s: no props", id)
+	if props == nil || props.Layout == nil {
+		return nil, fmt.Errorf("stack %s: no props or no layout", id)
 	}
 	if props.RegionName != "us" && props.RegionName != "eu" {
 		return nil, fmt.Errorf("stack %s: region name must be us or eu, not %q", id, props.RegionName)
 	}
-	if err := checkFunctions(props.Functions, props.Groups); err != nil {
-		return nil, fmt.Errorf("stack %s: %w", id, err)
-	}
-	plan, err := planAPI(props.Groups)
-	if err != nil {
-		return nil, fmt.Errorf("stack %s: %w", id, err)
-	}
-	for _, def := range props.Workflows {
-		if err := CheckSteps(def); err != nil {
-			return nil, fmt.Errorf("stack %s: %w", id, err)
-		}
-	}
-	for _, fn := range props.Functions {
-		if _, err := os.Stat(zipPath(props, fn)); err != nil {
-			return nil, fmt.Errorf("stack %s: function %s: %w (run scripts/build-lambdas.sh)", id, fn, err)
+	l := props.Layout
+	for _, g := range l.Groups {
+		if _, err := os.Stat(zipPath(props, g.Name)); err != nil {
+			return nil, fmt.Errorf("stack %s: function %s: %w (run scripts/build-lambdas.sh)", id, g.Name, err)
 		}
 	}
 
 	stack := awscdk.NewStack(scope, jsii.String(id), &props.StackProps)
 	awscdk.Tags_Of(stack).Add(jsii.String("agentplane:region"), jsii.String(props.RegionName), nil)
-	s := &RegionStack{Stack: stack, Functions: map[string]awslambda.Function{}, StateMachines: map[string]awsstepfunctions.StateMachine{}}
+	s := &RegionStack{
+		Stack: stack, Layout: l,
+		Functions: map[string]awslambda.Function{}, Queues: map[string]awssqs.Queue{},
+		DeadLetters: map[string]awssqs.Queue{}, Schedules: map[string]awsevents.Rule{},
+		StateMachines: map[string]awsstepfunctions.StateMachine{}, Projects: map[string]awscodebuild.Project{},
+		machineARNs: map[string]*string{},
+	}
 	s.data()
-	s.queues()
+	for _, g := range l.Groups {
+		if g.HasQueue() {
+			s.queue(g)
+		}
+	}
 
 	api := awsapigateway.NewRestApi(stack, jsii.String("Api"), &awsapigateway.RestApiProps{
 		RestApiName: jsii.String(id + "-api"),
-		Description: jsii.String("agentplane " + props.RegionName + ": every route of shared/routes, one Lambda function per route group"),
+		Description: jsii.String("agentplane " + props.RegionName + ": every route of the catalog, each to its group's Lambda function"),
 		// Bodies reach the functions as base64 and go back decoded, so
 		// binary payloads survive the proxy.
 		BinaryMediaTypes: jsii.Strings("*/*"),
@@ -149,68 +145,49 @@ func NewRegionStack(scope constructs.Construct, id string, props *RegionStackPro
 		baseURL = *awscdk.Fn_Join(jsii.String(""), jsii.Strings(
 			"https://", *api.RestApiId(), ".execute-api.", *stack.Region(), ".", *stack.UrlSuffix(), "/"+StageName))
 	}
-	machines := map[string]string{}
-	var machineARNs []*string
-	for _, def := range props.Workflows {
-		arn := stack.FormatArn(&awscdk.ArnComponents{
+	for _, w := range l.Workflows {
+		// Derived from the physical name, so the functions that start it
+		// can be told its ARN without depending on it (its tasks depend
+		// on them).
+		s.machineARNs[w.Definition.Name] = stack.FormatArn(&awscdk.ArnComponents{
 			Service: jsii.String("states"), Resource: jsii.String("stateMachine"),
-			ResourceName: jsii.String(machineName(id, def.Name)), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+			ResourceName: jsii.String(machineName(id, w.Definition.Name)), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
 		})
-		machines[def.Name] = *arn
-		machineARNs = append(machineARNs, arn)
-	}
-	env := map[string]*string{
-		"AGENTPLANE_MODE":           jsii.String("aws"),
-		"AGENTPLANE_REGION_NAME":    jsii.String(props.RegionName),
-		"AGENTPLANE_TABLE":          s.Table.TableName(),
-		"AGENTPLANE_BUCKET":         s.Bucket.BucketName(),
-		"AGENTPLANE_QUEUE_URL":      s.Queue.QueueUrl(),
-		"AGENTPLANE_KMS_KEY_ID":     s.SecretsKey.KeyArn(),
-		"AGENTPLANE_STATE_MACHINES": stack.ToJsonString(machines, nil),
-		"AGENTPLANE_BASE_URL":       jsii.String(baseURL),
-		"AGENTPLANE_LOG_LEVEL":      jsii.String("info"),
-	}
-	grant := func(p awsiam.IGrantable) {
-		s.Table.GrantReadWriteData(p)
-		p.GrantPrincipal().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions:   jsii.Strings("s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:AbortMultipartUpload"),
-			Resources: jsii.Strings(*s.Bucket.ArnForObjects(jsii.String("*"))),
-		}))
-		p.GrantPrincipal().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions:   jsii.Strings("s3:ListBucket"),
-			Resources: &[]*string{s.Bucket.BucketArn()},
-		}))
-		s.Queue.GrantSendMessages(p)
-		s.SecretsKey.Grant(p, jsii.String("kms:Encrypt"), jsii.String("kms:Decrypt"), jsii.String("kms:GenerateDataKey"))
-		if len(machineARNs) > 0 {
-			p.GrantPrincipal().AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Actions:   jsii.Strings("states:StartExecution"),
-				Resources: &machineARNs,
-			}))
-		}
 	}
 
-	groupDesc := map[string]string{}
-	for _, g := range props.Groups {
-		groupDesc[g.Name] = g.Description
-	}
-	for _, name := range props.Functions {
-		timeout, desc := apiTimeoutSeconds, "route group "+name+": "+groupDesc[name]
-		switch name {
-		case FnBuildWorker:
-			timeout, desc = workerTimeoutSeconds, "build queue consumer"
-		case FnBuildStep:
-			timeout, desc = stepTimeoutSeconds, "runs one workflow step for the state machines"
-		case FnSweeper:
-			timeout, desc = sweepTimeoutSeconds, "scheduled maintenance: expired records, pending deletions"
+	envs := map[string]map[string]*string{}
+	for _, g := range l.Groups {
+		envs[g.Name] = s.environment(g, props.RegionName, baseURL)
+		fn := s.function(g, zipPath(props, g.Name), envs[g.Name])
+		s.grant(fn, g)
+		s.Functions[g.Name] = fn
+		if g.HasQueue() {
+			// The mapping grants the function receive, delete and
+			// visibility changes on its own queue only.
+			awslambdaeventsources.NewSqsEventSource(s.Queues[g.Name], &awslambdaeventsources.SqsEventSourceProps{
+				BatchSize:               jsii.Number(batchSize),
+				ReportBatchItemFailures: jsii.Bool(true),
+			}).Bind(fn)
 		}
-		fn := s.function(name, desc, timeout, zipPath(props, name), env)
-		grant(fn)
-		s.Functions[name] = fn
+		if g.Sweeps {
+			s.Schedules[g.Name] = awsevents.NewRule(stack, jsii.String("Sweep"+pascal(g.Name)), &awsevents.RuleProps{
+				Description: jsii.String("runs the periodic maintenance of group " + g.Name + " every minute"),
+				Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+				Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(fn, &awseventstargets.LambdaFunctionProps{
+					// A missed sweep is not worth catching up: the next
+					// one comes a minute later.
+					RetryAttempts: jsii.Number(0),
+					MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(1)),
+				})},
+			})
+		}
 	}
 
 	integrations := map[string]awsapigateway.Integration{}
-	for _, g := range props.Groups {
+	for _, g := range l.Groups {
+		if len(g.Routes) == 0 {
+			continue
+		}
 		integrations[g.Name] = awsapigateway.NewLambdaIntegration(s.Functions[g.Name], &awsapigateway.LambdaIntegrationOptions{
 			Proxy: jsii.Bool(true),
 			// One invoke permission per function for the whole API, not
@@ -219,36 +196,25 @@ func NewRegionStack(scope constructs.Construct, id string, props *RegionStackPro
 			ScopePermissionToMethod: jsii.Bool(false),
 		})
 	}
-	addResources(api.Root(), plan, integrations)
+	addResources(api.Root(), l.api, integrations)
 
-	awslambdaeventsources.NewSqsEventSource(s.Queue, &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize:               jsii.Number(10),
-		ReportBatchItemFailures: jsii.Bool(true),
-	}).Bind(s.Functions[FnBuildWorker])
-
-	awsevents.NewRule(stack, jsii.String("SweepSchedule"), &awsevents.RuleProps{
-		Description: jsii.String("runs the sweeper every minute"),
-		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
-		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.Functions[FnSweeper], &awseventstargets.LambdaFunctionProps{
-			// A missed sweep is not worth catching up: the next one comes
-			// a minute later.
-			RetryAttempts: jsii.Number(0),
-			MaxEventAge:   awscdk.Duration_Minutes(jsii.Number(1)),
-		})},
-	})
-
-	for _, def := range props.Workflows {
+	for _, w := range l.Workflows {
+		def := w.Definition
+		runner, _ := l.Group(w.Group)
 		projects := map[string]awscodebuild.IProject{}
 		for _, st := range def.Steps {
 			if st.AWSService == ServiceCodeBuild {
-				p := s.stepProject(def, st, zipPath(props, FnBuildStep), env)
-				grant(p)
+				p := s.stepProject(def, st, zipPath(props, w.Group), envs[w.Group])
+				// The build runs the runner group's code: it gets exactly
+				// that group's grants.
+				s.grant(p, runner)
 				projects[st.Name] = p
+				s.Projects[def.Name+"/"+st.Name] = p
 			}
 		}
 		sm, err := StateMachineFromDefinition(stack, "Workflow"+pascal(def.Name), def, StateMachineOptions{
 			Name:         machineName(id, def.Name),
-			StepFunction: s.Functions[FnBuildStep],
+			StepFunction: s.Functions[w.Group],
 			Projects:     projects,
 			Logs:         logGroup(stack, "Workflow"+pascal(def.Name)+"Logs"),
 		})
@@ -262,9 +228,65 @@ func NewRegionStack(scope constructs.Construct, id string, props *RegionStackPro
 	out(stack, "ApiUrl", api.Url(), "base URL of the REST API")
 	out(stack, "TableName", s.Table.TableName(), "DynamoDB table")
 	out(stack, "BucketName", s.Bucket.BucketName(), "S3 bucket for blobs")
-	out(stack, "QueueUrl", s.Queue.QueueUrl(), "build queue")
 	out(stack, "SecretsKeyArn", s.SecretsKey.KeyArn(), "KMS key for secrets")
+	for _, g := range l.Groups {
+		if g.HasQueue() {
+			out(stack, "Queue"+pascal(g.Name)+"Url", s.Queues[g.Name].QueueUrl(), "queue of group "+g.Name)
+		}
+	}
 	return s, nil
+}
+
+// environment is the configuration of a group's function
+// (shared/compose/config.go): only the topics it publishes, the key when it
+// handles secrets, and only the state machines it starts.
+func (s *RegionStack) environment(g GroupPlan, regionName, baseURL string) map[string]*string {
+	env := map[string]*string{
+		"AGENTPLANE_MODE":        jsii.String("aws"),
+		"AGENTPLANE_REGION_NAME": jsii.String(regionName),
+		"AGENTPLANE_TABLE":       s.Table.TableName(),
+		// Required by the configuration in AWS mode even where the role
+		// grants no access to the bucket.
+		"AGENTPLANE_BUCKET":    s.Bucket.BucketName(),
+		"AGENTPLANE_BASE_URL":  jsii.String(baseURL),
+		"AGENTPLANE_LOG_LEVEL": jsii.String("info"),
+	}
+	if len(g.TopicQueues) > 0 {
+		topics := map[string]*string{}
+		for t, c := range g.TopicQueues {
+			topics[t] = s.Queues[c].QueueUrl()
+		}
+		env["AGENTPLANE_TOPICS"] = s.Stack.ToJsonString(topics, nil)
+	}
+	if g.Uses.Secrets {
+		env["AGENTPLANE_KMS_KEY_ID"] = s.SecretsKey.KeyArn()
+	}
+	if len(g.Uses.StartsWorkflows) > 0 {
+		machines := map[string]*string{}
+		for _, wf := range g.Uses.StartsWorkflows {
+			machines[wf] = s.machineARNs[wf]
+		}
+		env["AGENTPLANE_STATE_MACHINES"] = s.Stack.ToJsonString(machines, nil)
+	}
+	return env
+}
+
+// queue defines a consuming group's queue and its dead-letter queue.
+func (s *RegionStack) queue(g GroupPlan) {
+	p := pascal(g.Name)
+	dlq := awssqs.NewQueue(s.Stack, jsii.String("DeadLetters"+p), &awssqs.QueueProps{
+		EnforceSSL:      jsii.Bool(true),
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	s.DeadLetters[g.Name] = dlq
+	s.Queues[g.Name] = awssqs.NewQueue(s.Stack, jsii.String("Queue"+p), &awssqs.QueueProps{
+		EnforceSSL:        jsii.Bool(true),
+		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(float64(g.VisibilitySeconds))),
+		RetentionPeriod:   awscdk.Duration_Days(jsii.Number(4)),
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(MaxReceives)},
+	})
 }
 
 func zipPath(props *RegionStackProps, fn string) string {
@@ -349,44 +371,32 @@ func (s *RegionStack) data() {
 	})
 }
 
-// queues defines the build queue and its dead-letter queue.
-func (s *RegionStack) queues() {
-	s.DeadLetters = awssqs.NewQueue(s.Stack, jsii.String("BuildDeadLetters"), &awssqs.QueueProps{
-		EnforceSSL:      jsii.Bool(true),
-		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
-		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
-	})
-	s.Queue = awssqs.NewQueue(s.Stack, jsii.String("BuildQueue"), &awssqs.QueueProps{
-		EnforceSSL: jsii.Bool(true),
-		Encryption: awssqs.QueueEncryption_SQS_MANAGED,
-		// Six times the consumer's timeout, as Lambda advises for SQS.
-		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(6 * workerTimeoutSeconds)),
-		RetentionPeriod:   awscdk.Duration_Days(jsii.Number(4)),
-		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: s.DeadLetters, MaxReceiveCount: jsii.Number(maxReceives)},
-	})
-}
-
-// function defines one Lambda function with its own role and log group.
-func (s *RegionStack) function(name, desc string, timeout int, zip string, env map[string]*string) awslambda.Function {
-	id := "Fn" + pascal(name)
+// function defines a group's Lambda function with its own role and log
+// group.
+func (s *RegionStack) function(g GroupPlan, zip string, env map[string]*string) awslambda.Function {
+	id := "Fn" + pascal(g.Name)
 	logs := logGroup(s.Stack, id+"Logs")
 	role := awsiam.NewRole(s.Stack, jsii.String(id+"Role"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
-		Description: jsii.String("agentplane function " + name),
+		Description: jsii.String("agentplane function " + g.Name),
 	})
 	// Only its own log group, instead of AWSLambdaBasicExecutionRole.
 	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
 		Resources: &[]*string{logs.LogGroupArn()},
 	}))
+	desc := "agentplane " + g.Name + ": " + g.Description
+	if len(desc) > 256 { // Lambda's limit
+		desc = desc[:253] + "..."
+	}
 	return awslambda.NewFunction(s.Stack, jsii.String(id), &awslambda.FunctionProps{
-		Description:   jsii.String("agentplane " + name + ": " + desc),
+		Description:   jsii.String(desc),
 		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
 		Architecture:  awslambda.Architecture_ARM_64(),
 		Handler:       jsii.String("bootstrap"),
 		Code:          awslambda.Code_FromAsset(jsii.String(zip), nil),
 		MemorySize:    jsii.Number(memoryMB),
-		Timeout:       awscdk.Duration_Seconds(jsii.Number(float64(timeout))),
+		Timeout:       awscdk.Duration_Seconds(jsii.Number(float64(g.TimeoutSeconds))),
 		Tracing:       awslambda.Tracing_ACTIVE,
 		Environment:   &env,
 		Role:          role,
@@ -396,8 +406,8 @@ func (s *RegionStack) function(name, desc string, timeout int, zip string, env m
 }
 
 // stepProject is the CodeBuild project of a workflow step with AWSService
-// "codebuild": it runs the step's Go code (the build-step binary, in its
-// CodeBuild mode) and hands the step's new state back to the state machine
+// "codebuild": it runs the step's Go code (the runner group's bootstrap, in
+// its CodeBuild mode, from the group's deployment zip) and hands the step's new state back to the state machine
 // as an exported variable.
 func (s *RegionStack) stepProject(def workflow.Definition, st workflow.Step, zip string, env map[string]*string) awscodebuild.Project {
 	id := "Project" + pascal(def.Name) + pascal(st.Name)
@@ -433,8 +443,8 @@ func (s *RegionStack) stepProject(def workflow.Definition, st workflow.Step, zip
 // new state back to the state machine.
 const StateVariable = "AGENTPLANE_STATE_OUT"
 
-// stepBuildSpec runs the build-step binary (the source is its deployment
-// zip) once for the step named in AGENTPLANE_STEP with the state in
+// stepBuildSpec runs the runner group's binary (the source is its
+// deployment zip) once for the step named in AGENTPLANE_STEP with the state in
 // AGENTPLANE_STATE (`bootstrap run-step FILE` writes the next state to
 // FILE); the binary retries transient errors itself.
 var stepBuildSpec = map[string]any{

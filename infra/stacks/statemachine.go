@@ -35,7 +35,7 @@ type StateMachineOptions struct {
 	// Name is the state machine's physical name (its ARN is derived from
 	// it, so functions can be told the ARN without a dependency cycle).
 	Name string
-	// StepFunction runs the Lambda steps (functions/build-step).
+	// StepFunction runs the Lambda steps (the runner group's function).
 	StepFunction awslambda.IFunction
 	// Projects are the CodeBuild projects of the steps with AWSService
 	// "codebuild", by step name.

@@ -5,8 +5,12 @@
 #     indexes gsi1..gsi5 on gsiNpk/gsiNsk (projection ALL; shared/kernel/store),
 #     TTL on the attribute `ttl`, point-in-time recovery;
 #   - the blob bucket (encrypted, public access blocked);
-#   - the build queue with its dead-letter queue (5 receives);
-#   - the KMS key for secrets, alias/agentplane-secrets.
+#   - the KMS key for secrets, alias/agentplane-secrets;
+#   - one queue per group that consumes topics, agentplane-<group>, with its
+#     dead-letter queue agentplane-<group>-dlq (5 receives) and the visibility
+#     timeout of the stack (six times the group's function timeout), read
+#     from the layout `make synth` writes (cdk.out/agentplane.layout.json,
+#     mounted at /opt/agentplane/cdk.out); without it no queue is created.
 # Idempotent: what exists is left as it is. LocalStack runs every
 # executable *.sh of /etc/localstack/init/ready.d once it is ready;
 # awslocal is the AWS CLI pointed at it.
@@ -14,16 +18,15 @@ set -euo pipefail
 
 TABLE=${AGENTPLANE_TABLE:-agentplane}
 BUCKET=${AGENTPLANE_BUCKET:-agentplane-blobs}
-QUEUE=${AGENTPLANE_QUEUE:-agentplane-builds}
-DLQ=${QUEUE}-dlq
+LAYOUT=${AGENTPLANE_LAYOUT:-/opt/agentplane/cdk.out/agentplane.layout.json}
+PREFIX=agentplane-
 KEY_ALIAS=alias/agentplane-secrets
 # The secondary indexes, as shared/kernel/store.IndexNames lists them (an infra
 # test keeps this line in step with it).
 INDEXES="gsi1 gsi2 gsi3 gsi4 gsi5"
-# Receives before a build message moves to the dead-letter queue, and the
-# queue's visibility timeout (six times the build-worker's 120 s).
+# Receives before a message moves to its dead-letter queue (the stack's
+# stacks.MaxReceives; an infra test keeps this line in step with it).
 MAX_RECEIVES=5
-VISIBILITY=720
 
 log() { echo "agentplane-init: $*"; }
 
@@ -81,17 +84,37 @@ awslocal s3api put-public-access-block --bucket "$BUCKET" \
   --public-access-block-configuration 'BlockPublicAcls=true,IgnorePublicAcls=true,BlockPublicPolicy=true,RestrictPublicBuckets=true' >/dev/null
 
 # --- SQS ------------------------------------------------------------------
-# create-queue returns the existing queue when the attributes match.
-dlq_url=$(awslocal sqs create-queue --queue-name "$DLQ" \
-  --attributes MessageRetentionPeriod=1209600 --query QueueUrl --output text)
-dlq_arn=$(awslocal sqs get-queue-attributes --queue-url "$dlq_url" \
-  --attribute-names QueueArn --query Attributes.QueueArn --output text)
-redrive="{\"deadLetterTargetArn\":\"$dlq_arn\",\"maxReceiveCount\":\"$MAX_RECEIVES\"}"
-attrs=$(printf '{"VisibilityTimeout":"%s","MessageRetentionPeriod":"345600","RedrivePolicy":%s}' \
-  "$VISIBILITY" "$(printf '%s' "$redrive" | sed 's/"/\\"/g; s/^/"/; s/$/"/')")
-queue_url=$(awslocal sqs create-queue --queue-name "$QUEUE" --attributes "$attrs" \
-  --query QueueUrl --output text)
-log "queue $queue_url (dead letters: $dlq_url)"
+# One queue per consuming group: "<group> <visibility seconds>" lines from
+# the layout. create-queue returns the existing queue when the attributes
+# match.
+queues=""
+if [[ -f $LAYOUT ]]; then
+  queues=$(python3 - "$LAYOUT" <<'PY'
+import json, sys
+layout = json.load(open(sys.argv[1]))
+for g in layout["groups"]:
+    if g["consumes"]:
+        print(g["name"], g["visibilitySeconds"])
+PY
+)
+else
+  log "WARNING: no $LAYOUT: run scripts/synth.sh (make synth) for the groups' queues"
+fi
+queue_urls=""
+while read -r group visibility; do
+  [[ -n $group ]] || continue
+  dlq_url=$(awslocal sqs create-queue --queue-name "$PREFIX$group-dlq" \
+    --attributes MessageRetentionPeriod=1209600 --query QueueUrl --output text)
+  dlq_arn=$(awslocal sqs get-queue-attributes --queue-url "$dlq_url" \
+    --attribute-names QueueArn --query Attributes.QueueArn --output text)
+  redrive="{\"deadLetterTargetArn\":\"$dlq_arn\",\"maxReceiveCount\":\"$MAX_RECEIVES\"}"
+  attrs=$(printf '{"VisibilityTimeout":"%s","MessageRetentionPeriod":"345600","RedrivePolicy":%s}' \
+    "$visibility" "$(printf '%s' "$redrive" | sed 's/"/\\"/g; s/^/"/; s/$/"/')")
+  queue_url=$(awslocal sqs create-queue --queue-name "$PREFIX$group" --attributes "$attrs" \
+    --query QueueUrl --output text)
+  queue_urls+=" $group=$queue_url"
+  log "queue of $group: $queue_url (visibility ${visibility}s; dead letters: $dlq_url)"
+done <<<"$queues"
 
 # --- KMS ------------------------------------------------------------------
 if key_id=$(awslocal kms describe-key --key-id "$KEY_ALIAS" --query KeyMetadata.KeyId --output text 2>/dev/null); then
@@ -104,4 +127,4 @@ else
   log "key $KEY_ALIAS created ($key_id)"
 fi
 
-log "ready: AGENTPLANE_TABLE=$TABLE AGENTPLANE_BUCKET=$BUCKET AGENTPLANE_QUEUE_URL=$queue_url AGENTPLANE_KMS_KEY_ID=$KEY_ALIAS"
+log "ready: AGENTPLANE_TABLE=$TABLE AGENTPLANE_BUCKET=$BUCKET AGENTPLANE_KMS_KEY_ID=$KEY_ALIAS queues:${queue_urls:- none}"

@@ -1,131 +1,174 @@
 #!/bin/bash
 # LocalStack ready hook, opt-in (AGENTPLANE_LOCALSTACK_FUNCTIONS=1): deploys
-# the Lambda functions from dist/ (mounted at /opt/agentplane/dist), the
-# build queue's consumer mapping and the build state machine from the
-# exported ASL (cdk.out/asl, mounted at /opt/agentplane/cdk.out), the way
-# the CDK stack wires them. Runs after 10-agentplane.sh.
+# one Lambda function per route group from dist/ (mounted at
+# /opt/agentplane/dist), the way the CDK stack wires them, from the layout
+# `make synth` writes (cdk.out/agentplane.layout.json, mounted at
+# /opt/agentplane/cdk.out):
+#   - agentplane-<group>, with the group's timeout and the configuration of
+#     the stack: AGENTPLANE_TOPICS with exactly the topics it publishes (each
+#     to its consuming group's queue), the KMS key only when it handles
+#     secrets, the state machines only when it starts workflows;
+#   - for each group that consumes topics, an event source mapping from its
+#     own queue (made by 10-agentplane.sh), batch 10, partial batch failures;
+#   - for each group that sweeps, an EventBridge rule every minute onto its
+#     function, without retries;
+#   - each workflow's state machine from the exported ASL (cdk.out/asl),
+#     its tasks invoking the function of the group that runs its steps.
+# Runs after 10-agentplane.sh.
 #
-# Differences from the stack, on purpose: the Build step runs as a Lambda
-# task of build-step instead of a CodeBuild build (LocalStack's free image
-# has no CodeBuild); API Gateway is not created (call the functions with
-# `awslocal lambda invoke`, or use `sam local start-api`, see README.md).
+# Differences from the stack, on purpose: a CodeBuild step runs as a Lambda
+# task of its runner's function (LocalStack's free image has no CodeBuild);
+# API Gateway is not created (call the functions with `awslocal lambda
+# invoke`, or use `sam local start-api`, see README.md); IAM is not
+# enforced, so the per-function policies are not exercised here.
 set -euo pipefail
 [[ ${AGENTPLANE_LOCALSTACK_FUNCTIONS:-0} == 1 ]] || exit 0
 
-DIST=/opt/agentplane/dist
-ASL_DIR=/opt/agentplane/cdk.out/asl
+DIST=${AGENTPLANE_DIST:-/opt/agentplane/dist}
+ASL_DIR=${AGENTPLANE_ASL_DIR:-/opt/agentplane/cdk.out/asl}
+LAYOUT=${AGENTPLANE_LAYOUT:-/opt/agentplane/cdk.out/agentplane.layout.json}
 REGION=${AWS_DEFAULT_REGION:-us-east-1}
 ACCOUNT=000000000000
 TABLE=${AGENTPLANE_TABLE:-agentplane}
 BUCKET=${AGENTPLANE_BUCKET:-agentplane-blobs}
-QUEUE=${AGENTPLANE_QUEUE:-agentplane-builds}
 ARCH=${AGENTPLANE_LAMBDA_ARCH:-arm64}
 PREFIX=agentplane-
-MACHINE=${PREFIX}build
 ROLE_ARN=arn:aws:iam::$ACCOUNT:role/${PREFIX}lambda
+# The functions reach LocalStack by its container name on the compose network.
+ENDPOINT=${AGENTPLANE_LOCALSTACK_ENDPOINT:-http://agentplane-localstack:4566}
 
 log() { echo "agentplane-functions: $*"; }
 
-shopt -s nullglob
-zips=("$DIST"/*.zip)
-if [[ ${#zips[@]} -eq 0 ]]; then
-  log "no zips in $DIST: run scripts/build-lambdas.sh (make build) first"
+if [[ ! -f $LAYOUT ]]; then
+  log "no $LAYOUT: run scripts/synth.sh (make synth) first"
   exit 1
 fi
 
-queue_url=$(awslocal sqs get-queue-url --queue-name "$QUEUE" --query QueueUrl --output text)
-machine_arn=arn:aws:states:$REGION:$ACCOUNT:stateMachine:$MACHINE
+# LocalStack does not enforce IAM; the roles only have to exist.
+for role in lambda states events; do
+  awslocal iam get-role --role-name "$PREFIX$role" >/dev/null 2>&1 ||
+    awslocal iam create-role --role-name "$PREFIX$role" \
+      --assume-role-policy-document "{\"Version\":\"2012-10-17\",\"Statement\":[{\"Effect\":\"Allow\",\"Principal\":{\"Service\":\"$role.amazonaws.com\"},\"Action\":\"sts:AssumeRole\"}]}" >/dev/null
+done
 
-# LocalStack does not enforce IAM; the role only has to exist.
-awslocal iam get-role --role-name "${PREFIX}lambda" >/dev/null 2>&1 ||
-  awslocal iam create-role --role-name "${PREFIX}lambda" \
-    --assume-role-policy-document '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"lambda.amazonaws.com"},"Action":"sts:AssumeRole"}]}' >/dev/null
-
-# The functions reach LocalStack by its container name on the compose
-# network. JSON, not the CLI's shorthand: AGENTPLANE_STATE_MACHINES is JSON.
-env_json=$(python3 - "$TABLE" "$BUCKET" "$queue_url" "$machine_arn" <<'PY'
+# One line per group: name, timeout, whether it consumes and sweeps, and
+# its environment as JSON (JSON, not the CLI's shorthand: some values are
+# JSON themselves).
+plan=$(python3 - "$LAYOUT" "$REGION" "$ACCOUNT" "$TABLE" "$BUCKET" "$ENDPOINT" "$PREFIX" <<'PY'
 import json, sys
-table, bucket, queue_url, machine = sys.argv[1:5]
-print(json.dumps({"Variables": {
-    "AGENTPLANE_MODE": "aws", "AGENTPLANE_REGION_NAME": "us",
-    "AGENTPLANE_TABLE": table, "AGENTPLANE_BUCKET": bucket,
-    "AGENTPLANE_QUEUE_URL": queue_url, "AGENTPLANE_KMS_KEY_ID": "alias/agentplane-secrets",
-    "AGENTPLANE_S3_PATH_STYLE": "true",
-    "AGENTPLANE_STATE_MACHINES": json.dumps({"build": machine}),
-    "AGENTPLANE_BASE_URL": "http://localhost:4566", "AGENTPLANE_LOG_LEVEL": "debug",
-    "AWS_ENDPOINT_URL": "http://agentplane-localstack:4566",
-}}))
+path, region, account, table, bucket, endpoint, prefix = sys.argv[1:8]
+layout = json.load(open(path))
+queue = lambda group: "%s/%s/%s%s" % (endpoint, account, prefix, group)
+machine = lambda wf: "arn:aws:states:%s:%s:stateMachine:%s%s" % (region, account, prefix, wf)
+for g in layout["groups"]:
+    env = {
+        "AGENTPLANE_MODE": "aws", "AGENTPLANE_REGION_NAME": "us",
+        "AGENTPLANE_TABLE": table, "AGENTPLANE_BUCKET": bucket,
+        "AGENTPLANE_BASE_URL": "http://localhost:4566", "AGENTPLANE_LOG_LEVEL": "debug",
+        "AGENTPLANE_S3_PATH_STYLE": "true", "AWS_ENDPOINT_URL": endpoint,
+    }
+    if g["topics"]:
+        env["AGENTPLANE_TOPICS"] = json.dumps({t: queue(c) for t, c in sorted(g["topics"].items())})
+    if g["secrets"]:
+        env["AGENTPLANE_KMS_KEY_ID"] = "alias/agentplane-secrets"
+    if g["startsWorkflows"]:
+        env["AGENTPLANE_STATE_MACHINES"] = json.dumps({w: machine(w) for w in g["startsWorkflows"]})
+    print(g["name"], g["timeoutSeconds"], int(bool(g["consumes"])), int(g["sweeps"]),
+          json.dumps({"Variables": env}, separators=(",", ":")))
 PY
 )
 
-for zip in "${zips[@]}"; do
-  fn=$(basename "$zip" .zip)
-  name=$PREFIX$fn
-  timeout=29
-  case $fn in
-    build-worker) timeout=120 ;;
-    build-step) timeout=900 ;;
-    sweeper) timeout=300 ;;
-  esac
+while read -r group timeout consumes sweeps env_json; do
+  [[ -n $group ]] || continue
+  name=$PREFIX$group
+  zip=$DIST/$group.zip
+  if [[ ! -f $zip ]]; then
+    log "no $zip: run scripts/build-lambdas.sh (make build) first"
+    exit 1
+  fi
   if awslocal lambda get-function --function-name "$name" >/dev/null 2>&1; then
     awslocal lambda update-function-code --function-name "$name" --zip-file "fileb://$zip" >/dev/null
     awslocal lambda wait function-updated-v2 --function-name "$name" 2>/dev/null || true
-    awslocal lambda update-function-configuration --function-name "$name" --environment "$env_json" >/dev/null
+    awslocal lambda update-function-configuration --function-name "$name" --timeout "$timeout" \
+      --environment "$env_json" >/dev/null
     log "updated $name"
   else
     awslocal lambda create-function --function-name "$name" \
       --runtime provided.al2023 --architectures "$ARCH" --handler bootstrap \
       --role "$ROLE_ARN" --zip-file "fileb://$zip" --timeout "$timeout" --memory-size 512 \
       --environment "$env_json" >/dev/null
-    log "created $name ($ARCH)"
+    log "created $name ($ARCH, ${timeout}s)"
   fi
-done
-awslocal lambda wait function-active-v2 --function-name "${PREFIX}build-step"
+  awslocal lambda wait function-active-v2 --function-name "$name"
 
-# The build queue's consumer, with partial batch failures as in the stack.
-if [[ -z $(awslocal lambda list-event-source-mappings --function-name "${PREFIX}build-worker" --query 'EventSourceMappings[0].UUID' --output text | grep -v None) ]]; then
-  awslocal lambda create-event-source-mapping --function-name "${PREFIX}build-worker" \
-    --event-source-arn "arn:aws:sqs:$REGION:$ACCOUNT:$QUEUE" --batch-size 10 \
-    --function-response-types ReportBatchItemFailures >/dev/null
-  log "build-worker consumes $QUEUE"
-fi
+  # Its own queue, with partial batch failures as in the stack.
+  if [[ $consumes == 1 ]]; then
+    queue_arn=arn:aws:sqs:$REGION:$ACCOUNT:$PREFIX$group
+    existing=$(awslocal lambda list-event-source-mappings --function-name "$name" \
+      --event-source-arn "$queue_arn" --query 'EventSourceMappings[0].UUID' --output text)
+    if [[ -z $existing || $existing == None ]]; then
+      awslocal lambda create-event-source-mapping --function-name "$name" \
+        --event-source-arn "$queue_arn" --batch-size 10 \
+        --function-response-types ReportBatchItemFailures >/dev/null
+      log "$name consumes $PREFIX$group"
+    fi
+  fi
 
-# The state machine: the exported ASL of the synthesized stack, with the
-# build-step function's ARN swapped in and the CodeBuild task replaced by
-# the same step as a Lambda task.
-asl=$(ls "$ASL_DIR"/*.build.asl.json 2>/dev/null | head -n 1 || true)
-if [[ -z $asl ]]; then
-  log "no $ASL_DIR/*.build.asl.json: run scripts/synth.sh (make synth) for the state machine"
-  exit 0
-fi
-step_arn=arn:aws:lambda:$REGION:$ACCOUNT:function:${PREFIX}build-step
-definition=$(python3 - "$asl" "$step_arn" <<'PY'
-import json, re, sys
-path, step_arn = sys.argv[1], sys.argv[2]
+  # Its sweep: every minute, no retries, events older than a minute dropped.
+  if [[ $sweeps == 1 ]]; then
+    rule=${PREFIX}sweep-$group
+    rule_arn=$(awslocal events put-rule --name "$rule" --schedule-expression 'rate(1 minute)' \
+      --query RuleArn --output text)
+    awslocal lambda add-permission --function-name "$name" --statement-id "$rule" \
+      --action lambda:InvokeFunction --principal events.amazonaws.com --source-arn "$rule_arn" >/dev/null 2>&1 || true
+    awslocal events put-targets --rule "$rule" --targets \
+      "[{\"Id\":\"sweep\",\"Arn\":\"arn:aws:lambda:$REGION:$ACCOUNT:function:$name\",\"RetryPolicy\":{\"MaximumRetryAttempts\":0,\"MaximumEventAgeInSeconds\":60}}]" >/dev/null
+    log "$rule runs $name every minute"
+  fi
+done <<<"$plan"
+
+# The state machines: the exported ASL of the synthesized stack (any
+# region's: they differ only in ARNs), with the runner's function ARN
+# swapped in and CodeBuild tasks replaced by the same step as a Lambda task.
+runners=$(python3 -c 'import json,sys; [print(w["name"], w["group"]) for w in json.load(open(sys.argv[1]))["workflows"]]' "$LAYOUT")
+while read -r workflow group; do
+  [[ -n $workflow ]] || continue
+  asl=$(ls "$ASL_DIR"/*."$workflow".asl.json 2>/dev/null | head -n 1 || true)
+  if [[ -z $asl ]]; then
+    log "no $ASL_DIR/*.$workflow.asl.json: run scripts/synth.sh (make synth) for the state machine"
+    continue
+  fi
+  machine=$PREFIX$workflow
+  machine_arn=arn:aws:states:$REGION:$ACCOUNT:stateMachine:$machine
+  fn_arn=arn:aws:lambda:$REGION:$ACCOUNT:function:$PREFIX$group
+  definition=$(python3 - "$asl" "$fn_arn" "$workflow" <<'PY'
+import json, sys
+path, fn_arn, workflow = sys.argv[1:4]
 d = json.load(open(path))
 for name, st in d["States"].items():
     if st.get("Type") != "Task":
         continue
     if st["Resource"].startswith("arn:aws:states:::codebuild:"):
-        # Same payload as the Lambda steps (shared/kernel/workflow/sfnstart).
+        # The payload of the Lambda steps (compose.StepPayload).
         st["Resource"] = "arn:aws:states:::lambda:invoke"
-        st["Parameters"] = {"FunctionName": step_arn,
-                            "Payload": {"workflow": "build", "step": name, "state.$": "$"}}
+        st["Parameters"] = {"FunctionName": fn_arn,
+                            "Payload": {"workflow": workflow, "step": name, "state.$": "$"}}
         st.pop("ResultSelector", None)
         st["OutputPath"] = "$.Payload"
         # In CodeBuild the binary retried transient errors itself; as a
-        # Lambda task the state does (the Build step: 2 attempts, 5 s).
+        # Lambda task the state does (one more try, 5 s later).
         st["Retry"] = [{"ErrorEquals": ["Transient"], "IntervalSeconds": 5, "MaxAttempts": 1, "BackoffRate": 2}]
     elif "FunctionName" in st.get("Parameters", {}):
-        st["Parameters"]["FunctionName"] = step_arn
+        st["Parameters"]["FunctionName"] = fn_arn
 print(json.dumps(d))
 PY
 )
-if awslocal stepfunctions describe-state-machine --state-machine-arn "$machine_arn" >/dev/null 2>&1; then
-  awslocal stepfunctions update-state-machine --state-machine-arn "$machine_arn" --definition "$definition" >/dev/null
-  log "updated state machine $MACHINE from $(basename "$asl")"
-else
-  awslocal stepfunctions create-state-machine --name "$MACHINE" --definition "$definition" \
-    --role-arn "arn:aws:iam::$ACCOUNT:role/${PREFIX}states" >/dev/null
-  log "created state machine $MACHINE from $(basename "$asl")"
-fi
+  if awslocal stepfunctions describe-state-machine --state-machine-arn "$machine_arn" >/dev/null 2>&1; then
+    awslocal stepfunctions update-state-machine --state-machine-arn "$machine_arn" --definition "$definition" >/dev/null
+    log "updated state machine $machine from $(basename "$asl") (steps in $PREFIX$group)"
+  else
+    awslocal stepfunctions create-state-machine --name "$machine" --definition "$definition" \
+      --role-arn "arn:aws:iam::$ACCOUNT:role/${PREFIX}states" >/dev/null
+    log "created state machine $machine from $(basename "$asl") (steps in $PREFIX$group)"
+  fi
+done <<<"$runners"
