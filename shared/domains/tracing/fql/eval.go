@@ -594,3 +594,43 @@ func tagsCond(c *Cond) Predicate {
 		return false
 	}
 }
+
+// Canonical is the text under which an index files a metadata value, such
+// that two values eq() considers equal (a number and its numeric string, a
+// boolean and "true"/"false", an object and its JSON) get the same text.
+// ok is false for null, which indexes do not file.
+func Canonical(v any) (string, bool) {
+	switch x := v.(type) {
+	case nil:
+		return "", false
+	case string:
+		if n, err := strconv.ParseFloat(x, 64); err == nil {
+			return strconv.FormatFloat(n, 'f', -1, 64), true
+		}
+		return x, true
+	case json.Number:
+		if n, err := x.Float64(); err == nil {
+			return strconv.FormatFloat(n, 'f', -1, 64), true
+		}
+		return x.String(), true
+	}
+	s := toScalar(v)
+	if s.isNum {
+		return strconv.FormatFloat(s.num, 'f', -1, 64), true
+	}
+	return s.str, true
+}
+
+// CanonicalLiteral is Canonical of a filter literal (ok is false for null
+// and lists).
+func CanonicalLiteral(v Value) (string, bool) {
+	switch v.Kind {
+	case VString:
+		return Canonical(v.Str)
+	case VNumber:
+		return strconv.FormatFloat(v.Num, 'f', -1, 64), true
+	case VBool:
+		return strconv.FormatBool(v.Bool), true
+	}
+	return "", false
+}

@@ -288,3 +288,25 @@ func FuzzParse(f *testing.F) {
 		fql.Compile(e)(base())
 	})
 }
+
+// Canonical must give equal texts to every value and literal eq() matches,
+// or an index read would miss runs.
+func TestCanonicalAgreesWithEq(t *testing.T) {
+	values := []any{"3", "3.0", float64(3), "abc", true, "true", false, map[string]any{"a": float64(1)}, []any{"x"}, "1e3", float64(1000), ""}
+	literals := []string{`"3"`, `3`, `"3.0"`, `"abc"`, `true`, `"true"`, `false`, `"{\"a\":1}"`, `"[\"x\"]"`, `1000`, `"1e3"`, `""`}
+	for _, v := range values {
+		for _, lit := range literals {
+			e := mustParse(t, `and(eq(metadata_key, "k"), eq(metadata_value, `+lit+`))`)
+			match := fql.Compile(e)(&fql.Row{Metadata: map[string]any{"k": v}})
+			if !match {
+				continue
+			}
+			cv, ok1 := fql.Canonical(v)
+			c := fql.Conjuncts(e)[1].(*fql.Cond)
+			cl, ok2 := fql.CanonicalLiteral(c.Value)
+			if !ok1 || !ok2 || cv != cl {
+				t.Errorf("value %#v matches literal %s but files under %q, the literal under %q", v, lit, cv, cl)
+			}
+		}
+	}
+}
