@@ -1,7 +1,6 @@
 package tracing
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -246,7 +245,7 @@ func (s *Service) createFeedback(ctx context.Context, ws string, fc *feedbackCre
 	}
 	for attempt := 0; ; attempt++ {
 		if old, _, err := s.loadFeedback(ctx, ws, f.ID); err == nil {
-			if same(old.RunID, f.RunID) && same(old.SessionID, f.SessionID) && old.Key == f.Key {
+			if same(old.RunID, f.RunID) && old.Key == f.Key && (fc.SessionID == nil || same(old.SessionID, fc.SessionID)) {
 				return old, nil
 			}
 			return nil, fmt.Errorf("%w: feedback %s exists with another run or key", ErrConflict, f.ID)
@@ -477,6 +476,3 @@ func contains(list []string, v string) bool {
 	}
 	return false
 }
-
-// rawEqual reports equal JSON texts.
-func rawEqual(a, b json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(a), bytes.TrimSpace(b)) }

@@ -48,26 +48,23 @@ const ingestPrefix = "tracing/ingest/"
 // durable (the blob is written and synced; the sweep applies a batch whose
 // message was lost) and will be applied by HandleIngest.
 func (s *Service) Ingest(ctx context.Context, c Caller, kind, contentType string, body []byte, pathID string) (IngestResult, error) {
-	b, err := parseBody(kind, contentType, body, pathID)
+	now := s.clock()
+	key := ingestPrefix + c.WorkspaceID + "/" + strconv.FormatInt(now.UnixMilli(), 10) + "-" + uuid.NewString()
+	b, err := parseBody(kind, contentType, body, pathID, key)
 	if err != nil {
 		return IngestResult{}, err
 	}
 	if err := s.checkSessions(ctx, c.WorkspaceID, b); err != nil {
 		return IngestResult{}, err
 	}
-	now := s.clock()
 	h := batchHeader{V: 1, WorkspaceID: c.WorkspaceID, OrganizationID: c.OrganizationID, Kind: kind, ContentType: contentType, PathID: pathID, ReceivedAt: now}
 	hdr, err := json.Marshal(h)
 	if err != nil {
 		return IngestResult{}, err
 	}
-	key := ingestPrefix + c.WorkspaceID + "/" + strconv.FormatInt(now.UnixMilli(), 10) + "-" + uuid.NewString()
-	var buf bytes.Buffer
-	buf.Grow(len(hdr) + 1 + len(body))
-	buf.Write(hdr)
-	buf.WriteByte('\n')
-	buf.Write(body)
-	if err := s.blobs.Put(ctx, key, &buf, "application/octet-stream"); err != nil {
+	data := make([]byte, 0, len(hdr)+1+len(body))
+	data = append(append(append(data, hdr...), '\n'), body...)
+	if err := s.putBlob(ctx, key, data, "application/octet-stream"); err != nil {
 		return IngestResult{}, err
 	}
 	if err := s.queue.Enqueue(ctx, TopicIngest, IngestMessage{Key: key}); err != nil {
@@ -144,7 +141,7 @@ func (s *Service) applyStored(ctx context.Context, key string) error {
 		s.log.Error("tracing: dropping an unreadable ingest batch", "key", key)
 		return s.blobs.Delete(ctx, key)
 	}
-	b, err := parseBody(h.Kind, h.ContentType, body, h.PathID)
+	b, err := parseBody(h.Kind, h.ContentType, body, h.PathID, key)
 	if err != nil {
 		// It was valid when received; only a format change could get here.
 		s.log.Error("tracing: dropping an ingest batch that no longer parses", "key", key, "error", err.Error())
@@ -174,6 +171,12 @@ func (s *Service) apply(ctx context.Context, h batchHeader, b *batch, batchID st
 	var order []string
 	ops := map[string][]*runOp{}
 	for _, op := range b.Runs {
+		if !op.Patch && op.StartTime == nil {
+			// A create without a start time started when it was received
+			// (the same time on every replay: it is in the batch header).
+			t := h.ReceivedAt.UTC().Truncate(time.Microsecond)
+			op.StartTime = &t
+		}
 		if _, ok := ops[op.ID]; !ok {
 			order = append(order, op.ID)
 		}
@@ -535,7 +538,7 @@ func (s *Service) writeLargeFields(ctx context.Context, ws, batchID string, orde
 				if err := s.registerDay(ctx, ws, folder, day); err != nil {
 					return nil, err
 				}
-				if err := blobs.WriteAll(ctx, blobAdapter{s.blobs}, key, a.Data, a.ContentType); err != nil {
+				if err := s.putBlob(ctx, key, a.Data, a.ContentType); err != nil {
 					return nil, err
 				}
 				if fr.Attachments == nil {
@@ -555,7 +558,7 @@ func (s *Service) writeLargeFields(ctx context.Context, ws, batchID string, orde
 		if err := s.registerDay(ctx, ws, folder, day); err != nil {
 			return nil, err
 		}
-		if err := s.blobs.Put(ctx, g.key, bytes.NewReader(g.buf.Bytes()), "application/octet-stream"); err != nil {
+		if err := s.putBlob(ctx, g.key, g.buf.Bytes(), "application/octet-stream"); err != nil {
 			return nil, err
 		}
 	}

@@ -178,7 +178,7 @@ func TestConcurrentWritersOneTrace(t *testing.T) {
 			e.must(202, e.do("POST", "/runs/batch", map[string]any{"post": []any{map[string]any{
 				"id": c, "name": "step", "run_type": "tool", "start_time": ts(cs), "session_name": "concurrent",
 				"parent_run_id": root, "trace_id": root, "dotted_order": seg(start, root) + "." + seg(cs, c),
-				"extra": map[string]any{"metadata": map[string]any{"thread_id": "th"}},
+				"extra":   map[string]any{"metadata": map[string]any{"thread_id": "th"}},
 				"outputs": map[string]any{"usage_metadata": map[string]any{"input_tokens": 1, "output_tokens": 1}}}}}))
 			e.must(202, e.do("PATCH", "/runs/"+c, map[string]any{"end_time": ts(cs.Add(time.Second))}))
 			e.must(202, e.do("PATCH", "/runs/"+root, map[string]any{"extra": map[string]any{"metadata": map[string]any{fmt.Sprintf("k%d", i): i}}}))

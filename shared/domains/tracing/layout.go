@@ -61,7 +61,6 @@ const (
 )
 
 func runKey(ws, id string) store.Key { return store.Key{PK: "trrun#" + ws + "#" + id, SK: runSK} }
-func runPKPrefix(ws string) string   { return "trrun#" + ws + "#" }
 
 func projectRunsPK(ws, p string) string        { return "trp#" + ws + "#" + p }
 func traceRunsPK(ws, trace string) string      { return "trt#" + ws + "#" + trace }

@@ -8,9 +8,11 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
+	"strconv"
 	"strings"
 
 	"github.com/agentplane/agentplane/shared/kernel/web"
+	"github.com/google/uuid"
 )
 
 // batch is the content of one ingest request, validated.
@@ -28,21 +30,27 @@ const (
 )
 
 // parseBody validates a raw ingest body of a kind. Every error is a
-// *web.ValidationError (422) or a *web.Error.
-func parseBody(kind, contentType string, body []byte, pathID string) (*batch, error) {
+// *web.ValidationError (422) or a *web.Error. seed names the stored batch:
+// a create without an id gets one derived from it, the same each time the
+// batch is read.
+func parseBody(kind, contentType string, body []byte, pathID, seed string) (*batch, error) {
 	switch kind {
 	case kindRun, kindPatch:
 		var p web.Problems
 		if err := jsonObject(body); err != nil {
 			return nil, err
 		}
-		op := parseRun(body, kind == kindPatch, pathID, web.Loc("body"), &p)
+		def := ""
+		if kind == kindRun {
+			def = derivedID(seed, "run")
+		}
+		op := parseRun(body, kind == kindPatch, pathID, def, web.Loc("body"), &p)
 		if err := p.Err(); err != nil {
 			return nil, err
 		}
 		return &batch{Runs: []*runOp{op}}, nil
 	case kindBatch:
-		return parseBatchJSON(body)
+		return parseBatchJSON(body, seed)
 	case kindMultipart:
 		return parseMultipart(contentType, body)
 	}
@@ -71,7 +79,12 @@ func jsonObject(body []byte) error {
 	return nil
 }
 
-func parseBatchJSON(body []byte) (*batch, error) {
+// derivedID is the id of a create sent without one.
+func derivedID(seed, what string) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte("agentplane:tracing:"+seed+":"+what)).String()
+}
+
+func parseBatchJSON(body []byte, seed string) (*batch, error) {
 	if err := jsonObject(body); err != nil {
 		return nil, err
 	}
@@ -85,12 +98,12 @@ func parseBatchJSON(body []byte) (*batch, error) {
 	var p web.Problems
 	b := &batch{}
 	for i, raw := range w.Post {
-		if op := parseRun(raw, false, "", web.Loc("body", "post", i), &p); op != nil {
+		if op := parseRun(raw, false, "", derivedID(seed, "post:"+strconv.Itoa(i)), web.Loc("body", "post", i), &p); op != nil {
 			b.Runs = append(b.Runs, op)
 		}
 	}
 	for i, raw := range w.Patch {
-		if op := parseRun(raw, true, "", web.Loc("body", "patch", i), &p); op != nil {
+		if op := parseRun(raw, true, "", "", web.Loc("body", "patch", i), &p); op != nil {
 			b.Runs = append(b.Runs, op)
 		}
 	}
@@ -230,7 +243,7 @@ func parseMultipart(contentType string, body []byte) (*batch, error) {
 			p.Add(loc, "The part could not be read", "value_error")
 			continue
 		}
-		op := parseRun(raw, event == "patch", id, loc, &p)
+		op := parseRun(raw, event == "patch", id, "", loc, &p)
 		if op == nil {
 			continue
 		}

@@ -15,7 +15,7 @@ import (
 //
 //	var decodeOTLP = otlp.Decode
 //
-// Until then the route answers 503.
+// Until then the route answers 404, as a server without OTLP ingest does.
 var decodeOTLP func(contentType string, body []byte) ([]map[string]any, error)
 
 // OTLP content types.
@@ -41,7 +41,9 @@ func (h *Handler) otlp(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if decodeOTLP == nil {
-		return web.Errorf(http.StatusServiceUnavailable, "OTLP ingest is not connected in this build")
+		// Not connected in this build: the route is absent, as on a server
+		// without OTLP ingest.
+		return web.NotFound("OTLP ingest is not available on this server")
 	}
 	runs, err := decodeOTLP(mt, body)
 	if err != nil {

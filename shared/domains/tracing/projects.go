@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -608,7 +609,12 @@ func percentile(h []int64, q float64) *float64 {
 	if total == 0 {
 		return nil
 	}
-	rank := int64(q*float64(total-1)) + 1
+	// Nearest rank: the smallest value with at least q of the values at
+	// or below it.
+	rank := int64(math.Ceil(q * float64(total)))
+	if rank < 1 {
+		rank = 1
+	}
 	var seen int64
 	for i, c := range h {
 		if c <= 0 {

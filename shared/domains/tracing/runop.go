@@ -340,8 +340,8 @@ func dottedIDs(d string) ([]string, bool) {
 
 // parseRun decodes one run create or update. id, when not empty, is the
 // id the request gave elsewhere (the path or a part name); a body id must
-// agree with it.
-func parseRun(raw []byte, patch bool, id string, loc []any, p *web.Problems) *runOp {
+// agree with it. defaultID is the id of a run whose body has none.
+func parseRun(raw []byte, patch bool, id, defaultID string, loc []any, p *web.Problems) *runOp {
 	var w wireRun
 	f := &fieldParser{p: p, loc: loc}
 	if len(bytes.TrimSpace(raw)) == 0 {
@@ -359,8 +359,10 @@ func parseRun(raw []byte, patch bool, id string, loc []any, p *web.Problems) *ru
 			p.Add(f.at("id"), "The id in the body differs from the id of the request", "value_error")
 		}
 		op.ID = *bid
-	} else {
+	} else if id != "" {
 		op.ID = id
+	} else {
+		op.ID = defaultID
 	}
 	op.Name = f.str(w.Name, "name", maxNameLen)
 	if rt := f.str(w.RunType, "run_type", 32); rt != nil {

@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"math"
 	"sort"
 	"time"
 )
@@ -129,6 +130,7 @@ func quantile(vs []float64, q float64) *float64 {
 		return nil
 	}
 	sort.Float64s(vs)
-	v := vs[int(q*float64(len(vs)-1)+0.5)]
+	i := max(int(math.Ceil(q*float64(len(vs))))-1, 0)
+	v := vs[i]
 	return &v
 }

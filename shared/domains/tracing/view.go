@@ -63,11 +63,6 @@ func (s *Service) newViewer(org string, sel []string) *viewer {
 	return &viewer{s: s, org: org, fields: f, br: blobReader{s.blobs}}
 }
 
-// needsBlobs reports whether rendering reads blob storage.
-func (v *viewer) needsBlobs() bool {
-	return v.fields["inputs"] || v.fields["outputs"] || v.fields["events"] || v.fields["serialized"]
-}
-
 // views renders runs, reading their large fields in parallel.
 func (v *viewer) views(ctx context.Context, runs []*runRecord) ([]map[string]any, error) {
 	out := make([]map[string]any, len(runs))

@@ -98,12 +98,12 @@ type threadChange struct {
 // txPlan collects the operations of one transaction: run writes, plus one
 // statistics update per project and one summary update per thread.
 type txPlan struct {
-	ws      string
+	ws string
 	// org is the workspace's organization, for usage events.
-	org     string
+	org string
 	// usage are the usage events of traces this plan completes; each is
 	// also written to an outbox item in the transaction (see reportUsage).
-	usage []UsageEvent
+	usage   []UsageEvent
 	ops     []store.TxOp
 	stats   map[string]map[string]int64
 	threads map[string]*threadChange
