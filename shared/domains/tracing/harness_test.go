@@ -131,22 +131,36 @@ type envOptions struct {
 
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
-	dir := o.dir
-	if dir == "" {
-		dir = t.TempDir()
+	if o.dir == "" {
+		o.dir = t.TempDir()
 	}
-	st, err := boltstore.Open(filepath.Join(dir, "db"))
+	e, cleanup, err := buildEnv(o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	if tt, ok := t.(*testing.T); ok {
+		e.t = tt
+	}
+	return e
+}
+
+// buildEnv starts a store, identity, the tracing service and its routes
+// on an httptest server, and a consumer of the bus, in dir.
+func buildEnv(o envOptions) (*env, func(), error) {
+	dir := o.dir
+	st, err := boltstore.Open(filepath.Join(dir, "db"))
+	if err != nil {
+		return nil, nil, err
 	}
 	bkt, err := blobs.NewDir(filepath.Join(dir, "blobs"), filepath.Join(dir, "blobs-tmp"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	idn := identity.New(st)
 	boot, err := idn.Bootstrap(context.Background(), adminKey)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	b := &bus{q: memqueue.New(queue.Options{Concurrency: max(o.consumers, 4), RetryDelay: 5 * time.Millisecond,
 		MaxReceives: 50, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}),
@@ -162,7 +176,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 			return tracing.WorkspaceInfo{ID: w.ID, OrganizationID: w.OrganizationID, DisplayName: w.DisplayName, CreatedAt: w.CreatedAt}, nil
 		}})
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	b.handlers[tracing.TopicIngest] = svc.HandleIngest
 	b.handlers[tracing.TopicPurge] = svc.HandlePurge
@@ -173,17 +187,14 @@ func newEnv(t testing.TB, o envOptions) *env {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = b.q.Consume(ctx, b.handle) }()
-	t.Cleanup(func() {
+	cleanup := func() {
 		srv.Close()
 		cancel()
 		<-done
 		_ = st.Close()
-	})
-	e := &env{st: st, bkt: bkt, svc: svc, id: idn, srv: srv, bus: b, org: boot.Organization.ID, ws: boot.Workspace.ID, key: adminKey, clock: clock}
-	if tt, ok := t.(*testing.T); ok {
-		e.t = tt
 	}
-	return e
+	e := &env{st: st, bkt: bkt, svc: svc, id: idn, srv: srv, bus: b, org: boot.Organization.ID, ws: boot.Workspace.ID, key: adminKey, clock: clock}
+	return e, cleanup, nil
 }
 
 // drain waits until the queue is empty (every message handled).
@@ -346,6 +357,13 @@ func (e *env) project(name string) map[string]any {
 	return l[0]
 }
 
+// atExit runs after every test and benchmark (shared benchmark data).
+var atExit []func()
+
 func TestMain(m *testing.M) {
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range atExit {
+		f()
+	}
+	os.Exit(code)
 }

@@ -235,6 +235,7 @@ func (h *Handler) getRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	v := h.s.newViewer(c.OrganizationID, append(append([]string(nil), DefaultSelect...), "serialized", "attachments"))
 	m, err := v.view(r.Context(), lr.rec)
+	v.br.close()
 	if err != nil {
 		return err
 	}

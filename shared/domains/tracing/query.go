@@ -565,6 +565,8 @@ type matcher struct {
 	q        *RunQuery
 	sessions map[string]bool
 	filter   fql.Predicate
+	// needMeta: some filter reads metadata (decoded only then).
+	needMeta bool
 	trace    fql.Predicate
 	tree     fql.Predicate
 	roots    map[string]*runRecord
@@ -575,7 +577,8 @@ type matcher struct {
 
 func (s *Service) newMatcher(ws string, q *RunQuery, reads *int) *matcher {
 	m := &matcher{s: s, ws: ws, q: q, filter: fql.Compile(q.Filter), reads: reads, br: blobReader{s.blobs},
-		roots: map[string]*runRecord{}, trees: map[string][]*runRecord{}}
+		roots: map[string]*runRecord{}, trees: map[string][]*runRecord{},
+		needMeta: fql.NeedsMetadata(q.Filter) || fql.NeedsMetadata(q.TraceFilter) || fql.NeedsMetadata(q.TreeFilter)}
 	if len(q.Sessions) > 0 {
 		m.sessions = map[string]bool{}
 		for _, s := range q.Sessions {
@@ -601,7 +604,7 @@ func (m *matcher) row(ctx context.Context, r *runRecord) *fql.Row {
 		TotalCost: float64(r.TotalCost) / costScale, PromptCost: float64(r.PromptCost) / costScale, CompletionCost: float64(r.CompletionCost) / costScale,
 		IsRoot: r.isRoot(), Tags: r.Tags}
 	row.ExecutionOrder = float64(strings.Count(r.DottedOrder, ".") + 1)
-	if len(r.Metadata) > 0 {
+	if m.needMeta && len(r.Metadata) > 0 {
 		row.Metadata = make(map[string]any, len(r.Metadata))
 		for k, raw := range r.Metadata {
 			var v any

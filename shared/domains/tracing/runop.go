@@ -343,7 +343,6 @@ func dottedIDs(d string) ([]string, bool) {
 // agree with it. defaultID is the id of a run whose body has none.
 func parseRun(raw []byte, patch bool, id, defaultID string, loc []any, p *web.Problems) *runOp {
 	var w wireRun
-	f := &fieldParser{p: p, loc: loc}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		p.Add(loc, "Field required", "missing")
 		return nil
@@ -352,6 +351,12 @@ func parseRun(raw []byte, patch bool, id, defaultID string, loc []any, p *web.Pr
 		p.Add(loc, "Input should be a valid JSON object: "+err.Error(), "model_attributes_type")
 		return nil
 	}
+	return parseWire(&w, patch, id, defaultID, loc, p)
+}
+
+// parseWire validates a decoded run create or update (see parseRun).
+func parseWire(w *wireRun, patch bool, id, defaultID string, loc []any, p *web.Problems) *runOp {
+	f := &fieldParser{p: p, loc: loc}
 	before := p.Len()
 	op := &runOp{Patch: patch}
 	if bid := f.uuid(w.ID, "id"); bid != nil {

@@ -148,3 +148,66 @@ func (s *Service) putBlob(ctx context.Context, key string, data []byte, contentT
 	}
 	return err
 }
+
+// cachedReader reads large fields for one response, opening each segment
+// once however many of its fields the response holds (a run's inputs and
+// outputs share a segment, and so do the runs of one batch). Adapters
+// whose objects support ReadAt (files) are read in place; others are read
+// one reference at a time.
+type cachedReader struct {
+	b    Bucket
+	mu   sync.Mutex
+	open map[string]io.ReaderAt
+	cls  []io.Closer
+}
+
+func newCachedReader(b Bucket) *cachedReader {
+	return &cachedReader{b: b, open: map[string]io.ReaderAt{}}
+}
+
+func (c *cachedReader) read(ctx context.Context, ref *blobRef) (json.RawMessage, error) {
+	if ref == nil {
+		return nil, nil
+	}
+	c.mu.Lock()
+	ra, ok := c.open[ref.K]
+	c.mu.Unlock()
+	if !ok {
+		rc, err := c.b.Get(ctx, ref.K)
+		if errors.Is(err, blobs.ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		r, isAt := rc.(io.ReaderAt)
+		if !isAt {
+			rc.Close()
+			return blobReader{c.b}.read(ctx, ref)
+		}
+		c.mu.Lock()
+		if existing, ok := c.open[ref.K]; ok {
+			rc.Close()
+			r = existing
+		} else {
+			c.open[ref.K] = r
+			c.cls = append(c.cls, rc)
+		}
+		c.mu.Unlock()
+		ra = r
+	}
+	out := make([]byte, ref.N)
+	if n, err := ra.ReadAt(out, ref.O); n != len(out) {
+		return nil, fmt.Errorf("tracing: segment %s shorter than expected: %w", ref.K, err)
+	}
+	return out, nil
+}
+
+func (c *cachedReader) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cl := range c.cls {
+		cl.Close()
+	}
+	c.cls, c.open = nil, map[string]io.ReaderAt{}
+}

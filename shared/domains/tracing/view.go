@@ -44,7 +44,7 @@ type viewer struct {
 	s      *Service
 	org    string
 	fields map[string]bool
-	br     blobReader
+	br     *cachedReader
 }
 
 func (s *Service) newViewer(org string, sel []string) *viewer {
@@ -60,11 +60,12 @@ func (s *Service) newViewer(org string, sel []string) *viewer {
 	for _, x := range alwaysSelected {
 		f[x] = true
 	}
-	return &viewer{s: s, org: org, fields: f, br: blobReader{s.blobs}}
+	return &viewer{s: s, org: org, fields: f, br: newCachedReader(s.blobs)}
 }
 
 // views renders runs, reading their large fields in parallel.
 func (v *viewer) views(ctx context.Context, runs []*runRecord) ([]map[string]any, error) {
+	defer v.br.close()
 	out := make([]map[string]any, len(runs))
 	err := parallel(ctx, len(runs), func(i int) error {
 		m, err := v.view(ctx, runs[i])

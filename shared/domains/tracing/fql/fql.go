@@ -259,3 +259,27 @@ func quote(b *strings.Builder, s string) {
 	_ = enc.Encode(s)
 	b.Write(bytes.TrimRight(buf.Bytes(), "\n"))
 }
+
+// Any reports whether some condition of e satisfies f.
+func Any(e Expr, f func(*Cond) bool) bool {
+	switch n := e.(type) {
+	case *Logical:
+		for _, a := range n.Args {
+			if Any(a, f) {
+				return true
+			}
+		}
+	case *Cond:
+		return f(n)
+	}
+	return false
+}
+
+// NeedsMetadata reports whether evaluating e reads run metadata (a
+// metadata condition, or a search of the whole run).
+func NeedsMetadata(e Expr) bool {
+	return Any(e, func(c *Cond) bool {
+		k := Fields[c.Field]
+		return k == KindMetaKey || k == KindMetaValue || c.Op == Search && c.Field == ""
+	})
+}
