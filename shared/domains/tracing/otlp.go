@@ -1,0 +1,75 @@
+package tracing
+
+import (
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/agentplane/agentplane/shared/kernel/web"
+)
+
+// decodeOTLP maps one OTLP/HTTP trace export to run creates (objects of
+// the POST /runs shape). It is otlp.Decode of shared/domains/tracing/otlp,
+// written alongside this package; it is connected here, in this one
+// place, once that package is in the tree:
+//
+//	var decodeOTLP = otlp.Decode
+//
+// Until then the route answers 404, as a server without OTLP ingest does.
+var decodeOTLP func(contentType string, body []byte) ([]map[string]any, error)
+
+// OTLP content types.
+const (
+	otlpProtobuf = "application/x-protobuf"
+	otlpJSON     = "application/json"
+)
+
+// ProjectHeader names the project of OTLP runs that name none.
+const ProjectHeader = "Langsmith-Project"
+
+// otlp serves POST /otel/v1/traces: the export is decoded to run creates,
+// which then take exactly the path of POST /runs/batch.
+func (h *Handler) otlp(w http.ResponseWriter, r *http.Request) error {
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	mt = strings.ToLower(mt)
+	if err != nil || (mt != otlpProtobuf && mt != otlpJSON) {
+		return web.Errorf(http.StatusUnsupportedMediaType, "Unsupported Content-Type %q: send %s or %s", ct, otlpProtobuf, otlpJSON)
+	}
+	body, err := h.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if decodeOTLP == nil {
+		// Not connected in this build: the route is absent, as on a server
+		// without OTLP ingest.
+		return web.NotFound("OTLP ingest is not available on this server")
+	}
+	runs, err := decodeOTLP(mt, body)
+	if err != nil {
+		// Decoding is a pure function of the request: every error is the
+		// client's (OTLP/HTTP: 400, not retried).
+		return web.BadRequest("Invalid OTLP export: %s", err.Error())
+	}
+	if project := strings.TrimSpace(r.Header.Get(ProjectHeader)); project != "" {
+		for _, run := range runs {
+			if run["session_name"] == nil && run["session_id"] == nil {
+				run["session_name"] = project
+			}
+		}
+	}
+	if len(runs) > 0 {
+		if _, err := h.s.IngestRuns(r.Context(), caller(r), runs); err != nil {
+			return mapErr(err)
+		}
+	}
+	if mt == otlpProtobuf {
+		// An empty ExportTraceServiceResponse.
+		w.Header().Set("Content-Type", otlpProtobuf)
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
+	web.WriteJSON(w, http.StatusOK, map[string]any{})
+	return nil
+}
