@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -21,7 +20,6 @@ import (
 	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/domains/tracing"
 	"github.com/agentplane/agentplane/shared/kernel/api"
-	"github.com/agentplane/agentplane/shared/kernel/auth"
 	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/queue"
 	"github.com/agentplane/agentplane/shared/kernel/queue/memqueue"
@@ -30,13 +28,6 @@ import (
 )
 
 const adminKey = "ap_test_langsmith_sdk_admin_key_0123456789"
-
-// edge adapts identity.Service to the kernel's api.Authenticator.
-type edge struct{ *identity.Service }
-
-func (e edge) Authenticate(r *http.Request) (auth.Principal, error) {
-	return e.Service.AuthenticateRequest(r)
-}
 
 // topics routes queue messages to the tracing consumers, as the
 // composition does; events for other domains are consumed and dropped.
@@ -101,7 +92,7 @@ func serve(t *testing.T) *httptest.Server {
 	tp.handlers[tracing.TopicIngest] = svc.HandleIngest
 	tp.handlers[tracing.TopicPurge] = svc.HandlePurge
 	mux := web.NewMux()
-	api.Mount(mux, tracing.Routes, tracing.NewHandler(svc), api.Edge{Auth: edge{idn}})
+	api.Mount(mux, tracing.Routes, tracing.NewHandler(svc), api.Edge{Auth: idn})
 	srv := httptest.NewServer(web.Chain(mux, web.Observe(log)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -16,6 +16,7 @@ import (
 	"github.com/agentplane/agentplane/shared/compose/promptsgroup"
 	"github.com/agentplane/agentplane/shared/compose/scimgroup"
 	"github.com/agentplane/agentplane/shared/compose/threadsgroup"
+	"github.com/agentplane/agentplane/shared/compose/tracinggroup"
 	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/openapi"
 )
@@ -29,6 +30,7 @@ func Groups() []compose.Group {
 		threadsgroup.Group,
 		orgaccessgroup.Group,
 		scimgroup.Group,
+		tracinggroup.Group,
 		datasetsgroup.Group,
 		promptsgroup.Group,
 		billinggroup.Group,

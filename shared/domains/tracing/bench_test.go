@@ -40,7 +40,7 @@ func benchOf(e *env) *benchEnv {
 	e.bus.drop[tracing.TopicIngest] = true
 	e.bus.mu.Unlock()
 	mux := web.NewMux()
-	api.Mount(mux, tracing.Routes, tracing.NewHandler(e.svc), api.Edge{Auth: edge{e.id}})
+	api.Mount(mux, tracing.Routes, tracing.NewHandler(e.svc), api.Edge{Auth: e.id})
 	return &benchEnv{env: e, mux: mux}
 }
 

@@ -20,7 +20,6 @@ import (
 	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/domains/tracing"
 	"github.com/agentplane/agentplane/shared/kernel/api"
-	"github.com/agentplane/agentplane/shared/kernel/auth"
 	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/queue"
 	"github.com/agentplane/agentplane/shared/kernel/queue/memqueue"
@@ -31,14 +30,6 @@ import (
 )
 
 const adminKey = "ap_test_tracing_admin_key_0123456789abcdef"
-
-// edge adapts identity.Service to the kernel's api.Authenticator (its
-// Authenticate takes a raw key; the edge's takes the request).
-type edge struct{ *identity.Service }
-
-func (e edge) Authenticate(r *http.Request) (auth.Principal, error) {
-	return e.Service.AuthenticateRequest(r)
-}
 
 // bus is the composition's routing of topics, in process: every message
 // goes through a memqueue (so delivery is asynchronous and at least once)
@@ -182,7 +173,7 @@ func buildEnv(o envOptions) (*env, func(), error) {
 	b.handlers[tracing.TopicPurge] = svc.HandlePurge
 	b.handlers[tracing.TopicProjectEnsure] = svc.HandleProjectEnsure
 	mux := web.NewMux()
-	api.Mount(mux, tracing.Routes, tracing.NewHandler(svc), api.Edge{Auth: edge{idn}})
+	api.Mount(mux, tracing.Routes, tracing.NewHandler(svc), api.Edge{Auth: idn})
 	srv := httptest.NewServer(mux)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

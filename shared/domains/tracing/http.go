@@ -41,7 +41,7 @@ var Routes = api.Group[*Handler]{
 		{Method: "POST", Path: "/runs/multipart", Summary: "Create and update runs, feedback and attachments as multipart parts (queued)", Auth: api.Workspace, Role: auth.RoleUser, Limit: "Multipart ingest", Result: IngestResult{}, Status: http.StatusAccepted, Handle: (*Handler).multipart},
 		{Method: "POST", Path: "/otel/v1/traces", Summary: "OTLP/HTTP trace export (protobuf or JSON), mapped to runs (queued)", Auth: api.Workspace, Role: auth.RoleUser, Limit: "Run ingest", Handle: (*Handler).otlp},
 		{Method: "GET", Path: "/runs/{run_id}", Summary: "Read a run", Auth: api.Workspace, Role: auth.RoleViewer, Limit: "Run lookup", Result: map[string]any{}, Handle: (*Handler).getRun},
-		{Method: "GET", Path: "/runs/{run_id}/attachments/{name}", Summary: "Download a run's attachment", Auth: api.Workspace, Role: auth.RoleViewer, Limit: "Run lookup", Handle: (*Handler).getAttachment},
+		{Method: "GET", Path: "/runs/{run_id}/attachments/{name}", Summary: "Download a run's attachment", Auth: api.Workspace, Role: auth.RoleViewer, Handle: (*Handler).getAttachment},
 		{Method: "POST", Path: "/runs/query", Summary: "Query runs (filters, the filter language, cursor paging)", Auth: api.Workspace, Role: auth.RoleViewer, Limit: "Run query (API)", Body: map[string]any{}, Result: RunPage{}, Handle: (*Handler).query},
 		{Method: "POST", Path: "/runs/stats", Summary: "Statistics of the runs a query selects", Auth: api.Workspace, Role: auth.RoleViewer, Limit: "Stats", Body: map[string]any{}, Result: RunStats{}, Handle: (*Handler).stats},
 		{Method: "GET", Path: "/sessions", Summary: "List projects", Auth: api.Workspace, Role: auth.RoleViewer, Result: []map[string]any{}, Query: sessionParams, Handle: (*Handler).listSessions},

@@ -5,18 +5,14 @@ import (
 	"net/http"
 	"strings"
 
+	otlpmap "github.com/agentplane/agentplane/shared/domains/tracing/otlp"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
 // decodeOTLP maps one OTLP/HTTP trace export to run creates (objects of
-// the POST /runs shape). It is otlp.Decode of shared/domains/tracing/otlp,
-// written alongside this package; it is connected here, in this one
-// place, once that package is in the tree:
-//
-//	var decodeOTLP = otlp.Decode
-//
-// Until then the route answers 404, as a server without OTLP ingest does.
-var decodeOTLP func(contentType string, body []byte) ([]map[string]any, error)
+// the POST /runs shape): shared/domains/tracing/otlp, over the official
+// OTLP protos. A variable so tests can stand in a decoder.
+var decodeOTLP = otlpmap.Decode
 
 // OTLP content types.
 const (
@@ -39,11 +35,6 @@ func (h *Handler) otlp(w http.ResponseWriter, r *http.Request) error {
 	body, err := h.readBody(w, r)
 	if err != nil {
 		return err
-	}
-	if decodeOTLP == nil {
-		// Not connected in this build: the route is absent, as on a server
-		// without OTLP ingest.
-		return web.NotFound("OTLP ingest is not available on this server")
 	}
 	runs, err := decodeOTLP(mt, body)
 	if err != nil {
