@@ -140,10 +140,8 @@ func (c *Config) Check() error {
 		}
 	case ModeAWS:
 		c.AllowLocalRepos = false
-		for name, v := range map[string]string{"AGENTPLANE_TABLE": c.Table, "AGENTPLANE_BUCKET": c.Bucket} {
-			if v == "" {
-				return fmt.Errorf("%s is required in aws mode", name)
-			}
+		if c.Table == "" {
+			return fmt.Errorf("AGENTPLANE_TABLE is required in aws mode")
 		}
 	default:
 		return fmt.Errorf("AGENTPLANE_MODE must be local or aws, not %q", c.Mode)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/domains/ratelimits"
+	"github.com/agentplane/agentplane/shared/kernel/awsenv"
 	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/queue"
 	"github.com/agentplane/agentplane/shared/kernel/queue/sqsqueue"
@@ -23,7 +24,6 @@ import (
 	"github.com/agentplane/agentplane/shared/kernel/store/dynamostore"
 	"github.com/agentplane/agentplane/shared/kernel/workflow"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 )
@@ -122,22 +122,29 @@ func (p *Platform) openLocal() error {
 }
 
 func (p *Platform) openAWS(ctx context.Context) error {
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	awsCfg, err := awsenv.Load(os.Getenv)
 	if err != nil {
 		return fmt.Errorf("aws config: %w", err)
 	}
 	p.AWS = &awsCfg
-	p.Store = dynamostore.New(dynamodb.NewFromConfig(awsCfg), p.Config.Table)
+	p.Store = dynamostore.New(dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
+		if e := awsenv.Endpoint(os.Getenv, "DYNAMODB"); e != "" {
+			o.BaseEndpoint = &e
+		}
+	}), p.Config.Table)
 	p.closers = append(p.closers, p.Store.Close)
-	bucket, err := blobs.OpenS3(awsCfg, p.Config.Bucket, blobs.S3Options{Endpoint: os.Getenv("AWS_ENDPOINT_URL_S3"), PathStyle: p.Config.S3PathStyle})
-	if err != nil {
-		return fmt.Errorf("open bucket: %w", err)
+	// Functions whose group uses no blobs get no bucket (and no grant).
+	if p.Config.Bucket != "" {
+		bucket, err := blobs.OpenS3(awsCfg, p.Config.Bucket, blobs.S3Options{Endpoint: awsenv.Endpoint(os.Getenv, "S3"), PathStyle: p.Config.S3PathStyle})
+		if err != nil {
+			return fmt.Errorf("open bucket: %w", err)
+		}
+		p.Blobs = bucket
+		p.closers = append(p.closers, bucket.Close)
 	}
-	p.Blobs = bucket
-	p.closers = append(p.closers, bucket.Close)
 	queues := map[string]*sqsqueue.Queue{}
 	if len(p.Config.Topics) > 0 {
-		client := sqsqueue.NewClient(awsCfg, "")
+		client := sqsqueue.NewClient(awsCfg, awsenv.Endpoint(os.Getenv, "SQS"))
 		for topic, url := range p.Config.Topics {
 			queues[topic] = sqsqueue.New(client, url, queue.Options{Logger: p.Log})
 		}
@@ -196,7 +203,11 @@ func (p *Platform) Keeper(ctx context.Context) (secrets.Keeper, error) {
 	if p.Config.KMSKeyID == "" {
 		return unavailableKeeper{}, nil
 	}
-	return secrets.NewKMS(kms.NewFromConfig(*p.AWS), p.Config.KMSKeyID)
+	return secrets.NewKMS(kms.NewFromConfig(*p.AWS, func(o *kms.Options) {
+		if e := awsenv.Endpoint(os.Getenv, "KMS"); e != "" {
+			o.BaseEndpoint = &e
+		}
+	}), p.Config.KMSKeyID)
 }
 
 // unavailableKeeper refuses to handle secret values when AWS mode has no

@@ -34,6 +34,10 @@ type Process struct {
 func Build(ctx context.Context, p *Platform, groups ...Group) (*Process, error) {
 	pr := &Process{P: p, consumers: map[string]Consumer{}, edge: api.Edge{Auth: p.Identity}}
 	for _, g := range groups {
+		if g.Uses.Blobs && p.Blobs == nil {
+			pr.closeModules()
+			return nil, fmt.Errorf("compose: group %s uses blobs, but this process has no bucket (AGENTPLANE_BUCKET)", g.Name)
+		}
 		m, err := g.Build(ctx, p)
 		if err != nil {
 			pr.closeModules()

@@ -4,9 +4,12 @@
 package controlplanegroup
 
 import (
+	"os"
+
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/agentplane/agentplane/shared/kernel/awsenv"
 	"log/slog"
 
 	"github.com/agentplane/agentplane/shared/compose"
@@ -64,7 +67,7 @@ func build(ctx context.Context, p *compose.Platform) (*compose.Module, error) {
 	}
 	starter := p.Workflows
 	if p.Config.Mode == compose.ModeAWS {
-		starter = sfnstart.New(sfnstart.NewClient(*p.AWS, ""), p.Config.StateMachines)
+		starter = sfnstart.New(sfnstart.NewClient(*p.AWS, awsenv.Endpoint(os.Getenv, "SFN")), p.Config.StateMachines)
 	}
 	h := deployments.NewHandler(svc)
 	m := &compose.Module{
