@@ -53,15 +53,19 @@ var (
 // (id, display_name, jit_provisioning_enabled, invites_enabled,
 // sso_login_slug) are the "further fields" the seed says are returned.
 type Organization struct {
-	ID                     string    `json:"id"`
-	DisplayName            string    `json:"display_name"`
-	JITProvisioningEnabled bool      `json:"jit_provisioning_enabled"`
-	InvitesEnabled         bool      `json:"invites_enabled"`
-	SSOLoginSlug           string    `json:"sso_login_slug"`
-	DefaultSSOProvision    bool      `json:"default_sso_provision"`
-	IsPersonal             bool      `json:"is_personal"`
-	CreatedAt              time.Time `json:"created_at"`
-	UpdatedAt              time.Time `json:"updated_at"`
+	ID                     string `json:"id"`
+	DisplayName            string `json:"display_name"`
+	JITProvisioningEnabled bool   `json:"jit_provisioning_enabled"`
+	InvitesEnabled         bool   `json:"invites_enabled"`
+	SSOLoginSlug           string `json:"sso_login_slug"`
+	DefaultSSOProvision    bool   `json:"default_sso_provision"`
+	IsPersonal             bool   `json:"is_personal"`
+	// Region is the organization's home region ("us" or "eu"), chosen at
+	// creation and never changed: all its data is stored and served only
+	// there (see docs/regions.md).
+	Region    string    `json:"region,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Workspace belongs to one organization.
@@ -112,6 +116,8 @@ func principalOf(k APIKey) Principal {
 type Service struct {
 	st  store.Store
 	now func() time.Time
+	// res is the region rule (regions.go); zero: region-unaware.
+	res residency
 }
 
 // New returns a Service over st.
@@ -174,6 +180,9 @@ func (s *Service) CreateOrganization(ctx context.Context, o Organization) (Organ
 	}
 	if strings.TrimSpace(o.DisplayName) == "" {
 		return Organization{}, fmt.Errorf("%w: display_name is required", ErrInvalidInput)
+	}
+	if err := s.placeOrganization(&o); err != nil {
+		return Organization{}, err
 	}
 	if o.SSOLoginSlug == "" {
 		o.SSOLoginSlug = slugify(o.DisplayName) + "-" + o.ID[:8]
