@@ -201,14 +201,22 @@ func (c *Config) Check(baseURL string, local bool) error {
 		}
 	}
 	here, peer := c.Hosted.of(c.Region), c.Hosted.of(c.Region.Other())
-	var err error
-	if c.PeerURL, err = cleanURL(EnvPeerURL, c.PeerURL); err != nil {
+	// Each URL is replaced only once it is valid, so a refused
+	// configuration is refused again.
+	clean := func(name string, v *string) error {
+		u, err := cleanURL(name, *v)
+		if err == nil {
+			*v = u
+		}
+		return err
+	}
+	if err := clean(EnvPeerURL, &c.PeerURL); err != nil {
 		return err
 	}
 	for _, n := range Names {
 		a := c.Hosted.of(n)
 		for what, v := range map[string]*string{"APP": &a.AppURL, "API": &a.APIURL, "BEACON": &a.BeaconURL} {
-			if *v, err = cleanURL(EnvURL(n, what), *v); err != nil {
+			if err := clean(EnvURL(n, what), v); err != nil {
 				return err
 			}
 		}
