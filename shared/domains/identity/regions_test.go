@@ -325,3 +325,47 @@ func TestLocateRoutes(t *testing.T) {
 		t.Errorf("regions: %d %s", status, body)
 	}
 }
+
+// BenchmarkAuthenticateRequest: a key's authentication with the region
+// rule (the organization's region cached after the first request) and
+// without it.
+func BenchmarkAuthenticateRequest(b *testing.B) {
+	for _, withRegion := range []bool{false, true} {
+		name := "unaware"
+		if withRegion {
+			name = "region"
+		}
+		b.Run(name, func(b *testing.B) {
+			bs, err := boltstore.Open(filepath.Join(b.TempDir(), "db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer bs.Close()
+			ids := identity.New(bs)
+			if withRegion {
+				r, err := regions.New(regions.Config{Region: regions.US}, regions.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ids.SetRegion(r)
+			}
+			ctx := context.Background()
+			o, err := ids.CreateOrganization(ctx, identity.Organization{DisplayName: "B"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, raw, err := ids.CreateAPIKey(ctx, identity.NewKey{OrganizationID: o.ID, OrgRole: identity.RoleAdmin})
+			if err != nil {
+				b.Fatal(err)
+			}
+			req := httptest.NewRequest("GET", "/api/v1/workspaces", nil)
+			req.Header.Set("X-Api-Key", raw)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ids.AuthenticateRequest(req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
