@@ -2,10 +2,10 @@ package regions_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
