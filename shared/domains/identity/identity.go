@@ -53,19 +53,19 @@ var (
 // (id, display_name, jit_provisioning_enabled, invites_enabled,
 // sso_login_slug) are the "further fields" the seed says are returned.
 type Organization struct {
-	ID                     string `json:"id"`
-	DisplayName            string `json:"display_name"`
-	JITProvisioningEnabled bool   `json:"jit_provisioning_enabled"`
-	InvitesEnabled         bool   `json:"invites_enabled"`
-	SSOLoginSlug           string `json:"sso_login_slug"`
-	DefaultSSOProvision    bool   `json:"default_sso_provision"`
-	IsPersonal             bool   `json:"is_personal"`
+	ID                     string    `json:"id"`
+	DisplayName            string    `json:"display_name"`
+	JITProvisioningEnabled bool      `json:"jit_provisioning_enabled"`
+	InvitesEnabled         bool      `json:"invites_enabled"`
+	SSOLoginSlug           string    `json:"sso_login_slug"`
+	DefaultSSOProvision    bool      `json:"default_sso_provision"`
+	IsPersonal             bool      `json:"is_personal"`
+	CreatedAt              time.Time `json:"created_at"`
+	UpdatedAt              time.Time `json:"updated_at"`
 	// Region is the organization's home region ("us" or "eu"), chosen at
 	// creation and never changed: all its data is stored and served only
 	// there (see docs/regions.md).
-	Region    string    `json:"region,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Region string `json:"region,omitempty"`
 }
 
 // Workspace belongs to one organization.
