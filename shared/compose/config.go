@@ -1,14 +1,18 @@
 package compose
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/agentplane/agentplane/shared/domains/ratelimits"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/agentplane/agentplane/shared/domains/ratelimits"
+	"github.com/agentplane/agentplane/shared/domains/regions"
 )
 
 // Mode says where the process runs.
@@ -56,6 +60,26 @@ type Config struct {
 	WebhookSecret string
 	// LogLevel is debug, info, warn or error (AGENTPLANE_LOG_LEVEL).
 	LogLevel string
+
+	// Regions are the hosted regions: both regions' published addresses
+	// (AGENTPLANE_{US,EU}_{APP,API,BEACON}_URL,
+	// AGENTPLANE_{US,EU}_{EGRESS,INGRESS}_IPS; the interface's tables by
+	// default) and the link to the other region (AGENTPLANE_PEER_URL,
+	// AGENTPLANE_REGION_LINK_TOKEN). Its Region is Region. See
+	// docs/regions.md.
+	Regions regions.Config
+	// OperatorTokenHash is the SHA-256 of the platform operator's token,
+	// which creates organizations (POST /api/v1/organizations):
+	// AGENTPLANE_OPERATOR_TOKEN (hashed at start; at least 32 characters)
+	// or AGENTPLANE_OPERATOR_TOKEN_SHA256 (its hex digest, so the token
+	// itself need not be in the environment). Empty: sign-up is off.
+	OperatorTokenHash []byte
+	// BillingQueueURL and BillingQueueRegion (AWS mode, in a region that
+	// is not the billing home) are the billing home's billing queue and
+	// its AWS region: usage events are forwarded there
+	// (AGENTPLANE_BILLING_QUEUE_URL, AGENTPLANE_BILLING_QUEUE_REGION).
+	BillingQueueURL    string
+	BillingQueueRegion string
 
 	// RateLimits is the interface's rate-limit table's configuration:
 	// always on in AWS, AGENTPLANE_RATE_LIMITS=on locally.
@@ -117,6 +141,14 @@ func ConfigFromEnv() (Config, error) {
 	if c.RateLimits, err = ratelimits.ConfigFromEnv(os.Getenv, c.Mode == ModeAWS); err != nil {
 		return c, err
 	}
+	if c.Regions, err = regions.ConfigFromEnv(os.Getenv, regions.Name(c.Region)); err != nil {
+		return c, err
+	}
+	if c.OperatorTokenHash, err = operatorTokenHash(os.Getenv("AGENTPLANE_OPERATOR_TOKEN"), os.Getenv("AGENTPLANE_OPERATOR_TOKEN_SHA256")); err != nil {
+		return c, err
+	}
+	c.BillingQueueURL = os.Getenv("AGENTPLANE_BILLING_QUEUE_URL")
+	c.BillingQueueRegion = os.Getenv("AGENTPLANE_BILLING_QUEUE_REGION")
 	return c, c.Check()
 }
 
@@ -149,9 +181,42 @@ func (c *Config) Check() error {
 	if c.Region != "us" && c.Region != "eu" {
 		return fmt.Errorf("AGENTPLANE_REGION_NAME must be us or eu, not %q", c.Region)
 	}
-	// One region setting: the rate limits use its column of the table.
+	// One region setting: the rate limits use its column of the table,
+	// the regions their addresses and link.
 	c.RateLimits.Region = ratelimits.Region(c.Region)
+	c.Regions.Region = regions.Name(c.Region)
+	if err := c.Regions.Check(c.BaseURL, c.Mode == ModeLocal); err != nil {
+		return err
+	}
+	if c.OperatorTokenHash != nil && len(c.OperatorTokenHash) != sha256.Size {
+		return fmt.Errorf("the operator token hash must be %d bytes", sha256.Size)
+	}
 	return nil
+}
+
+// MinOperatorTokenLen is the shortest accepted operator token.
+const MinOperatorTokenLen = 32
+
+// operatorTokenHash reads the operator token (raw, or its hex SHA-256):
+// only the digest is kept.
+func operatorTokenHash(raw, hexDigest string) ([]byte, error) {
+	switch {
+	case raw != "" && hexDigest != "":
+		return nil, fmt.Errorf("set AGENTPLANE_OPERATOR_TOKEN or AGENTPLANE_OPERATOR_TOKEN_SHA256, not both")
+	case raw != "":
+		if len(raw) < MinOperatorTokenLen {
+			return nil, fmt.Errorf("AGENTPLANE_OPERATOR_TOKEN must be at least %d characters", MinOperatorTokenLen)
+		}
+		h := sha256.Sum256([]byte(raw))
+		return h[:], nil
+	case hexDigest != "":
+		h, err := hex.DecodeString(strings.TrimSpace(hexDigest))
+		if err != nil || len(h) != sha256.Size {
+			return nil, fmt.Errorf("AGENTPLANE_OPERATOR_TOKEN_SHA256 must be the 64 hex digits of a SHA-256")
+		}
+		return h, nil
+	}
+	return nil, nil
 }
 
 func env(name, def string) string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/domains/ratelimits"
+	"github.com/agentplane/agentplane/shared/domains/regions"
 	"github.com/agentplane/agentplane/shared/kernel/awsenv"
 	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/queue"
@@ -39,6 +40,10 @@ type Platform struct {
 	Identity *identity.Service
 	// AWS is the SDK configuration (AWS mode only).
 	AWS *aws.Config
+	// Region is this process's hosted region and its link to the other
+	// region (nil in self-hosted installations, to which the hosted
+	// regions do not apply).
+	Region *regions.Region
 	// Limits counts every request against the interface's rate-limit
 	// table (disabled unless configured).
 	Limits *ratelimits.Service
@@ -83,6 +88,10 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Platform, error) 
 		return nil, err
 	}
 	p.Identity = identity.New(p.Store)
+	if err := p.openRegion(); err != nil {
+		p.Close()
+		return nil, err
+	}
 	if err := p.openLimits(); err != nil {
 		p.Close()
 		return nil, err
@@ -158,6 +167,39 @@ func (p *Platform) openAWS(ctx context.Context) error {
 	}}
 	p.Workflows = unavailableStarter{}
 	return nil
+}
+
+// openRegion sets up the hosted region: identity creates organizations in
+// it and answers credentials of the other region's organizations with that
+// region's address. Self-hosted installations are region-unaware.
+func (p *Platform) openRegion() error {
+	p.Identity.SetOperatorTokenHash(p.Config.OperatorTokenHash)
+	if p.Config.SelfHosted {
+		return nil
+	}
+	r, err := regions.New(p.Config.Regions, regions.Options{Logger: p.Log})
+	if err != nil {
+		return err
+	}
+	p.Region = r
+	p.Identity.SetRegion(r)
+	return nil
+}
+
+// QueueIn returns a publisher that sends every topic to one SQS queue of
+// another AWS region (the billing home's billing queue, from a region that
+// is not it). AWS mode only.
+func (p *Platform) QueueIn(awsRegion, url string) (*Publisher, error) {
+	if p.AWS == nil {
+		return nil, errors.New("compose: a queue of another AWS region needs aws mode")
+	}
+	if awsRegion == "" || url == "" {
+		return nil, errors.New("compose: a queue of another AWS region needs its URL and region")
+	}
+	cfg := p.AWS.Copy()
+	cfg.Region = awsRegion
+	q := sqsqueue.New(sqsqueue.NewClient(cfg, ""), url, queue.Options{Logger: p.Log})
+	return &Publisher{send: func(ctx context.Context, _ string, body []byte) error { return q.Send(ctx, body) }}, nil
 }
 
 // openLimits builds the rate limiter: exact in memory locally (one

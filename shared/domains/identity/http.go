@@ -5,15 +5,17 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentplane/agentplane/shared/domains/regions"
 	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
-// Routes is the "platform" route group: /health and the admin API
-// (workspaces and API keys).
+// Routes is the "platform" route group: /health, the admin API
+// (workspaces and API keys), the hosted regions' addresses, the platform
+// operator's organization sign-up and the region link's lookups.
 var Routes = api.Group[*Service]{
 	Name:        "platform",
-	Description: "health and the admin API: workspaces and API keys",
+	Description: "health, the admin API (workspaces and API keys), the hosted regions' addresses, organization sign-up and the region link's lookups",
 	Routes: []api.Route[*Service]{
 		{Method: "GET", Path: "/health", Summary: "Health check", Auth: api.Public, Result: map[string]string{}, Handle: (*Service).health},
 		{Method: "GET", Path: "/api/v1/workspaces", Summary: "List the workspaces the key reaches", Auth: api.Key, Result: []workspaceView{}, Handle: (*Service).listWorkspaces},
@@ -22,6 +24,10 @@ var Routes = api.Group[*Service]{
 		{Method: "GET", Path: "/api/v1/api-key", Summary: "List API keys (records, never keys)", Auth: api.Key, Role: RoleAdmin, Result: []APIKey{}, Handle: (*Service).listKeys},
 		{Method: "POST", Path: "/api/v1/api-key", Summary: "Create an API key (shown once)", Auth: api.Key, Role: RoleAdmin, Body: keyRequest{}, Result: createdKey{}, Status: http.StatusCreated, Handle: (*Service).createKey},
 		{Method: "DELETE", Path: "/api/v1/api-key/{api_key_id}", Summary: "Revoke an API key", Auth: api.Key, Role: RoleAdmin, Status: http.StatusNoContent, Handle: (*Service).revokeKey},
+		{Method: "GET", Path: "/api/v1/regions", Summary: "The hosted regions: this region, the billing region, and each region's web, API and beacon URLs and egress and ingress addresses", Auth: api.Public, Result: regions.Document{}, Handle: (*Service).regionsInfo},
+		{Method: "POST", Path: OrganizationsPath, Summary: "Create an organization in this region, with its default workspace and an admin API key (platform operator: Authorization: Bearer <operator token>)", Auth: api.Own, Body: signUpRequest{}, Result: SignedUp{}, Status: http.StatusCreated, Handle: (*Service).signUp},
+		{Method: "POST", Path: regions.LocatePath(regions.KindAPIKey), Summary: "Region link: which region holds the API key with this SHA-256", Auth: api.Own, Body: regions.LocateRequest{}, Result: regions.LocateAnswer{}, Handle: (*Service).locateAPIKey},
+		{Method: "POST", Path: regions.LocatePath(regions.KindSSOSlug), Summary: "Region link: which region holds the organization with this SSO login slug", Auth: api.Own, Body: regions.LocateRequest{}, Result: regions.LocateAnswer{}, Handle: (*Service).locateSSOSlug},
 	},
 }
 

@@ -65,6 +65,10 @@ type Organization struct {
 	IsPersonal             bool      `json:"is_personal"`
 	CreatedAt              time.Time `json:"created_at"`
 	UpdatedAt              time.Time `json:"updated_at"`
+	// Region is the organization's home region ("us" or "eu"), chosen at
+	// creation and never changed: all its data is stored and served only
+	// there (see docs/regions.md).
+	Region string `json:"region,omitempty"`
 }
 
 // Workspace belongs to one organization.
@@ -115,6 +119,8 @@ func principalOf(k APIKey) Principal {
 type Service struct {
 	st  store.Store
 	now func() time.Time
+	// res is the region rule (regions.go); zero: region-unaware.
+	res residency
 }
 
 // New returns a Service over st.
@@ -178,6 +184,9 @@ func (s *Service) CreateOrganization(ctx context.Context, o Organization) (Organ
 	}
 	if strings.TrimSpace(o.DisplayName) == "" {
 		return Organization{}, fmt.Errorf("%w: display_name is required", ErrInvalidInput)
+	}
+	if err := s.placeOrganization(&o); err != nil {
+		return Organization{}, err
 	}
 	if o.SSOLoginSlug == "" {
 		o.SSOLoginSlug = slugify(o.DisplayName) + "-" + o.ID[:8]

@@ -30,9 +30,19 @@ func (s *Service) AuthenticateRequest(r *http.Request) (Principal, error) {
 	}
 	p, err := s.Authenticate(r.Context(), raw)
 	if errors.Is(err, ErrInvalidKey) {
-		return Principal{}, web.Unauthorized("Invalid API key")
+		// A key of the other region's organization is unknown here: say
+		// where it belongs (regions.go).
+		return Principal{}, s.locateKey(r.Context(), raw, web.Unauthorized("Invalid API key"))
 	}
-	return p, err
+	if err != nil {
+		return Principal{}, err
+	}
+	// Every key-authenticated route passes here: an organization is
+	// served only in its home region.
+	if err := s.CheckHome(r.Context(), p.OrganizationID); err != nil {
+		return Principal{}, err
+	}
+	return p, nil
 }
 
 // RequireKey authenticates the request (X-Api-Key or Bearer) at

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/shared/domains/identity"
+	"github.com/agentplane/agentplane/shared/domains/regions"
 	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/web"
@@ -53,6 +54,7 @@ var Routes = api.Group[*Handler]{
 		{Method: "POST", Path: "/api/v1/orgs/current/scim-tokens", Summary: "Create a SCIM token (shown once)", Auth: api.Key, Role: admin, Status: http.StatusCreated, Result: createdToken{}, Handle: (*Handler).createSCIMToken},
 		{Method: "DELETE", Path: "/api/v1/orgs/current/scim-tokens/{token_id}", Summary: "Revoke a SCIM token", Auth: api.Key, Role: admin, Status: http.StatusNoContent, Handle: (*Handler).revokeSCIMToken},
 		{Method: "POST", Path: "/api/v1/sso/{sso_login_slug}/sign-in", Summary: "SSO sign-in decision", Auth: api.Own, Result: signInView{}, Handle: (*Handler).signIn},
+		{Method: "POST", Path: regions.LocatePath(regions.KindSCIMToken), Summary: "Region link: which region holds the SCIM token with this SHA-256", Auth: api.Own, Body: regions.LocateRequest{}, Result: regions.LocateAnswer{}, Handle: (*Handler).locateSCIMToken},
 	},
 }
 
@@ -675,6 +677,9 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) error {
 		return web.NotFound("SSO login slug not found")
 	}
 	org, err := h.svc.ids.OrganizationBySlug(r.Context(), slug)
+	if rerr := h.signInRegion(r.Context(), slug, org, err); rerr != nil {
+		return rerr
+	}
 	if errors.Is(err, identity.ErrNotFound) {
 		return web.NotFound("No organization has the SSO login slug %q", slug)
 	}

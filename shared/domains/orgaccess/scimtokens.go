@@ -104,7 +104,17 @@ func (s *Service) RevokeSCIMToken(ctx context.Context, org, id string, actor Act
 }
 
 // AuthenticateSCIM returns the token record of a raw SCIM bearer token.
+// A token of the other region's organization is a *regions.MisdirectedError
+// that also matches ErrInvalidToken (regions.go).
 func (s *Service) AuthenticateSCIM(ctx context.Context, raw string) (SCIMToken, error) {
+	tok, err := s.authenticateSCIM(ctx, raw)
+	if err := s.scimRegion(ctx, raw, tok, err); err != nil {
+		return SCIMToken{}, err
+	}
+	return tok, nil
+}
+
+func (s *Service) authenticateSCIM(ctx context.Context, raw string) (SCIMToken, error) {
 	if len(raw) < len(SCIMTokenPrefix)+16 || len(raw) > 256 {
 		return SCIMToken{}, ErrInvalidToken
 	}

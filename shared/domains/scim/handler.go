@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/domains/orgaccess"
+	"github.com/agentplane/agentplane/shared/domains/regions"
 	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 	"github.com/agentplane/agentplane/shared/kernel/web"
@@ -94,6 +95,13 @@ func (s *Server) auth(f scimHandler) http.Handler {
 			return unauthorized("Missing bearer token: send Authorization: Bearer <SCIM token>")
 		}
 		tok, err := s.svc.AuthenticateSCIM(r.Context(), strings.TrimSpace(auth[7:]))
+		var mis *regions.MisdirectedError
+		if errors.As(err, &mis) {
+			// The organization lives in the other region: say where.
+			e := errorf(http.StatusMisdirectedRequest, "", "%s", mis.Detail())
+			e.Header = mis.Header()
+			return e
+		}
 		if errors.Is(err, orgaccess.ErrInvalidToken) {
 			return unauthorized("Invalid SCIM token")
 		}
