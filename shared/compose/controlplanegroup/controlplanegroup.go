@@ -27,8 +27,9 @@ var Group = compose.Group{
 	Description: deployments.Routes.Description,
 	Routes:      deployments.Routes.Specs(),
 	Consumes:    []string{deployments.TopicBuild, deployments.TopicDelete},
-	Publishes:   []string{deployments.TopicBuild, deployments.TopicDelete, deployments.TopicDeleted},
-	Sweeps:      true,
+	Publishes: []string{deployments.TopicBuild, deployments.TopicDelete, deployments.TopicDeleted,
+		deployments.TopicProjectEnsure, deployments.TopicProjectRelease},
+	Sweeps: true,
 	Uses: compose.Uses{
 		Indexes:         []string{"gsi1", "gsi2", "gsi3"},
 		Blobs:           true,

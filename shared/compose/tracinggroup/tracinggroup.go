@@ -19,7 +19,7 @@ var Group = compose.Group{
 	Name:        tracing.Routes.Name,
 	Description: tracing.Routes.Description,
 	Routes:      tracing.Routes.Specs(),
-	Consumes:    []string{tracing.TopicIngest, tracing.TopicProjectEnsure, tracing.TopicPurge},
+	Consumes:    []string{tracing.TopicIngest, tracing.TopicProjectEnsure, tracing.TopicProjectRelease, tracing.TopicPurge},
 	Publishes:   []string{tracing.TopicIngest, tracing.TopicPurge, datasets.TopicExperiment, billing.TopicUsage},
 	Sweeps:      true,
 	Uses:        compose.Uses{Indexes: []string{"gsi1", "gsi2", "gsi3", "gsi4", "gsi5"}, Blobs: true},
@@ -44,9 +44,10 @@ var Group = compose.Group{
 		return &compose.Module{
 			Mount: func(mux *web.Mux, e api.Edge) { api.Mount(mux, tracing.Routes, h, e) },
 			Consumers: map[string]compose.Consumer{
-				tracing.TopicIngest:        svc.HandleIngest,
-				tracing.TopicProjectEnsure: svc.HandleProjectEnsure,
-				tracing.TopicPurge:         svc.HandlePurge,
+				tracing.TopicIngest:         svc.HandleIngest,
+				tracing.TopicProjectEnsure:  svc.HandleProjectEnsure,
+				tracing.TopicProjectRelease: svc.HandleProjectRelease,
+				tracing.TopicPurge:          svc.HandlePurge,
 			},
 			Sweep: svc.Sweep,
 		}, nil

@@ -133,6 +133,16 @@ func (s *Service) enqueueBuild(ctx context.Context, r *revision) {
 	}
 }
 
+// enqueueProject asks the tracing domain for the deployment's project ("a
+// tracing project of the same name is created automatically"). A lost
+// message is sent again by the sweep while the first revision is queued.
+func (s *Service) enqueueProject(ctx context.Context, d *deployment) {
+	m := ProjectMessage{WorkspaceID: d.WorkspaceID, Name: d.Name, DeploymentID: d.ID}
+	if err := s.o.Queue.Enqueue(context.WithoutCancel(ctx), TopicProjectEnsure, m); err != nil {
+		s.log.Error("deployments: cannot ask for the tracing project; the sweep will retry", slog.String("deployment_id", d.ID), slog.String("error", err.Error()))
+	}
+}
+
 // Create creates a deployment and its first revision (workspace ws).
 func (s *Service) Create(ctx context.Context, ws string, req DeploymentRequest) (Deployment, error) {
 	var p fault.Problems
@@ -228,16 +238,10 @@ func (s *Service) Create(ctx context.Context, ws string, req DeploymentRequest) 
 	r := s.newRevision(d, "create", cfg, now)
 
 	err = retry(ctx, func() error {
-		projOp, projID, err := s.tracingProjectOp(ctx, ws, name, id, now)
-		if err != nil {
-			return err
-		}
-		d.TracingProjectID = projID
-		err = s.st.Transact(ctx, []store.TxOp{
+		err := s.st.Transact(ctx, []store.TxOp{
 			{Kind: store.OpPut, Item: store.Item{Key: nameKey(ws, name), Data: mustJSON(map[string]string{"deployment_id": id})}, Cond: store.NotExists()},
 			{Kind: store.OpPut, Item: s.depItem(d), Cond: store.NotExists()},
 			{Kind: store.OpPut, Item: revItem(r), Cond: store.NotExists()},
-			projOp,
 		})
 		var tce *store.TxConditionError
 		if errors.As(err, &tce) && tce.Index == 0 {
@@ -248,6 +252,7 @@ func (s *Service) Create(ctx context.Context, ws string, req DeploymentRequest) 
 	if err != nil {
 		return Deployment{}, apiError(err)
 	}
+	s.enqueueProject(ctx, d)
 	s.enqueueBuild(ctx, r)
 	return d.view(s.o.BaseURL), nil
 }

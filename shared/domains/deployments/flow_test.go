@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/shared/domains/deployments"
-	"github.com/agentplane/agentplane/shared/kernel/store"
 )
 
 // The seed's intended call sequence, end to end, on a real git repository:
@@ -113,10 +112,10 @@ func TestSeedCallSequence(t *testing.T) {
 	if str(p3, "latest_revision_id") != rev2 || p3["source_config"].(map[string]any)["build_on_push"] != true || p3["image_version"] != "0.4" {
 		t.Fatalf("patch without revision: %v", p3)
 	}
-	// The tracing project of the same name exists.
-	proj, err := e.service().TracingProject(context.Background(), e.ws, "my-agent")
-	if err != nil || proj.DeploymentID != id {
-		t.Fatalf("tracing project %+v %v", proj, err)
+	// The tracing project of the same name exists, and names the deployment.
+	proj := e.tracingProject("my-agent", true)
+	if md, _ := proj["extra"].(map[string]any)["metadata"].(map[string]any); md["deployment_id"] != id {
+		t.Fatalf("tracing project %v", proj)
 	}
 }
 
@@ -263,9 +262,7 @@ func TestDelete(t *testing.T) {
 			}
 		}
 	}
-	if _, err := e.service().TracingProject(context.Background(), e.ws, "doomed"); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("tracing project not deleted: %v", err)
-	}
+	e.tracingProject("doomed", false)
 	if r := e.call("DELETE", "/v2/deployments/"+id, nil); r.Code != 404 {
 		t.Fatalf("second delete: %d", r.Code)
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -290,4 +291,26 @@ func httptestHandler(t testing.TB, svc *deployments.Service, e *env) *env {
 	srv := httptest.NewServer(web.Chain(mux, web.Observe(quiet())))
 	t.Cleanup(srv.Close)
 	return &env{t: t, srv: srv, ws: e.ws}
+}
+
+// tracingProject waits (the control plane asks the tracing domain through
+// the queue) until the workspace's project of that name exists, or is gone
+// when !present, and returns it.
+func (e *env) tracingProject(name string, present bool) map[string]any {
+	e.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		r := e.call("GET", "/sessions?name="+url.QueryEscape(name), nil, "X-Tenant-Id", e.ws)
+		var list []map[string]any
+		if r.Code == 200 && json.Unmarshal([]byte(r.Body), &list) == nil && (len(list) == 1) == present {
+			if present {
+				return list[0]
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("tracing project %q present=%v: %d %s", name, present, r.Code, r.Body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

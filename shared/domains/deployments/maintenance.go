@@ -33,8 +33,9 @@ func (s *Service) Purge(ctx context.Context, id string) error {
 		return err
 	}
 	if d.DeleteTracingProject {
-		if err := s.deleteTracingProject(ctx, d); err != nil {
-			return err
+		m := ProjectMessage{WorkspaceID: d.WorkspaceID, Name: d.Name, DeploymentID: d.ID}
+		if err := s.o.Queue.Enqueue(ctx, TopicProjectRelease, m); err != nil {
+			return fmt.Errorf("ask for the tracing project's deletion: %w", err)
 		}
 	}
 	q := store.Query{PK: depKey(id).PK, SK: store.SKCond{Op: store.SKBeginsWith, A: "rev#"}}
@@ -146,6 +147,12 @@ func (s *Service) Sweep(ctx context.Context) error {
 			_ = s.AppendLog(ctx, r.DeploymentID, r.ID, "Sweep", msg)
 		case r.Status == RevQueued && now.Sub(r.CreatedAt) > s.o.RequeueAfter:
 			errs = append(errs, s.o.Queue.Enqueue(ctx, TopicBuild, BuildMessage{DeploymentID: r.DeploymentID, RevisionID: r.ID}))
+			if r.Trigger == "create" {
+				// The project request may have been lost with it.
+				if d, _, err := s.loadDeployment(ctx, r.DeploymentID); err == nil {
+					s.enqueueProject(ctx, d)
+				}
+			}
 		}
 	})
 	errs = append(errs, err)

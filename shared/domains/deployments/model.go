@@ -260,7 +260,6 @@ type deployment struct {
 	// number in the same versioned write, so the order is total.
 	RevisionCount int64 `json:"revision_count"`
 
-	TracingProjectID     string     `json:"tracing_project_id"`
 	DeleteTracingProject bool       `json:"delete_tracing_project,omitempty"`
 	DeleteRequestedAt    *time.Time `json:"delete_requested_at,omitempty"`
 }

@@ -41,7 +41,19 @@ const (
 	// being purged: the domains that keep data per deployment (threads)
 	// remove theirs.
 	TopicDeleted = "deployment.deleted"
+	// TopicProjectEnsure asks the tracing domain for a deployment's
+	// project, and TopicProjectRelease for its deletion with the
+	// deployment (delete_tracing_project); both carry a ProjectMessage.
+	TopicProjectEnsure  = "tracing.project.ensure"
+	TopicProjectRelease = "tracing.project.release"
 )
+
+// ProjectMessage names a deployment's tracing project.
+type ProjectMessage struct {
+	WorkspaceID  string `json:"workspace_id"`
+	Name         string `json:"name"`
+	DeploymentID string `json:"deployment_id"`
+}
 
 // DeletedMessage says a deployment is gone.
 type DeletedMessage struct {

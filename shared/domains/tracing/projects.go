@@ -675,3 +675,34 @@ func (s *Service) HandleProjectEnsure(ctx context.Context, payload json.RawMessa
 	}
 	return err
 }
+
+// HandleProjectRelease is the consumer of TopicProjectRelease: the
+// project of that name is deleted (its runs purged) if it is still the
+// deployment's, that is, if its metadata names that deployment; a project
+// adopted by another deployment, or never created, is left alone.
+// Idempotent.
+func (s *Service) HandleProjectRelease(ctx context.Context, payload json.RawMessage) error {
+	var m ProjectEnsure
+	if err := json.Unmarshal(payload, &m); err != nil || m.WorkspaceID == "" || m.Name == "" || m.DeploymentID == "" {
+		s.log.Error("tracing: dropping a malformed project.release message", "error", fmt.Sprint(err))
+		return nil
+	}
+	p, err := s.projectByName(ctx, m.WorkspaceID, m.Name)
+	var nf *NotFoundError
+	if errors.As(err, &nf) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var md map[string]json.RawMessage
+	_ = json.Unmarshal(p.Extra["metadata"], &md)
+	var dep string
+	if json.Unmarshal(md["deployment_id"], &dep) != nil || dep != m.DeploymentID {
+		return nil
+	}
+	if err := s.deleteProject(ctx, m.WorkspaceID, p.ID); err != nil && !errors.As(err, &nf) {
+		return err
+	}
+	return nil
+}

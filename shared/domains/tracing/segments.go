@@ -135,18 +135,10 @@ func (br blobReader) read(ctx context.Context, ref *blobRef) (json.RawMessage, e
 	return out, nil
 }
 
-// putBlob writes a blob, trying again when the write fails at once: the
-// folder adapter removes folders a delete leaves empty, which can race
-// with a write creating a file in the same folder (the write then finds
-// its folder gone). A second attempt recreates it.
+// putBlob writes a blob. (The folder adapter itself survives a concurrent
+// delete pruning the folder a write goes to: see blobs.DirBucket.)
 func (s *Service) putBlob(ctx context.Context, key string, data []byte, contentType string) error {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if err = s.blobs.Put(ctx, key, bytes.NewReader(data), contentType); err == nil || ctx.Err() != nil {
-			return err
-		}
-	}
-	return err
+	return s.blobs.Put(ctx, key, bytes.NewReader(data), contentType)
 }
 
 // cachedReader reads large fields for one response, opening each segment

@@ -33,6 +33,11 @@ const (
 	// TopicPurge asks for the runs of a deleted project to be removed
 	// (PurgeMessage).
 	TopicPurge = "tracing.project.purge"
+	// TopicProjectRelease says a deployment is gone and its project should
+	// go with it (ProjectEnsure: the deployment's workspace, name and id);
+	// the control plane sends it when a deployment is deleted with
+	// delete_tracing_project.
+	TopicProjectRelease = "tracing.project.release"
 )
 
 // Topics this domain publishes.
