@@ -15,6 +15,7 @@ import (
 	"github.com/agentplane/agentplane/shared/compose/promptsgroup"
 	"github.com/agentplane/agentplane/shared/compose/scimgroup"
 	"github.com/agentplane/agentplane/shared/compose/threadsgroup"
+	"github.com/agentplane/agentplane/shared/compose/uigroup"
 	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/openapi"
 )
@@ -31,6 +32,7 @@ func Groups() []compose.Group {
 		datasetsgroup.Group,
 		promptsgroup.Group,
 		billinggroup.Group,
+		uigroup.Group,
 	}
 }
 
