@@ -159,8 +159,8 @@ export async function detail({ main, params, signal, go, notify, setTitle }) {
   const [id, revParam] = params;
   const canEdit = atLeast(workspaceRole(), 'Editor');
   const head = h('div', {});
-  const revs = h('section', { 'aria-labelledby': 'revisions-h' });
-  const build = h('section', { 'aria-labelledby': 'build-h' });
+  const revs = h('section', {});
+  const build = h('section', {});
   clear(main, h('p', { class: 'crumbs' }, h('a', { href: '#/deployments', text: 'Deployments' })), head, revs, build);
   let dep = await loading(head, 'the deployment', () => get(`/v2/deployments/${enc(id)}`, { signal }));
   if (!dep) {

@@ -22,8 +22,8 @@ async function workspaces(signal) {
 
 export async function settings({ main, signal, setTitle }) {
   const admin = session.get().orgAdmin;
-  const orgSec = h('section', { 'aria-labelledby': 'org-h' });
-  const ssoSec = h('section', { 'aria-labelledby': 'sso-h' });
+  const orgSec = h('section', {});
+  const ssoSec = h('section', {});
   clear(main, h('h1', { text: 'Organization' }), subnav(''), orgSec, ssoSec);
   setTitle('Organization');
   if (!admin) main.insertBefore(h('p', { class: 'note', text: 'Your API key is not an organization admin: you can read these settings; changing them, invites, members, SCIM tokens and the audit log are for admins.' }), orgSec);

@@ -162,8 +162,8 @@ export async function detail({ main, params, signal, go, notify, setTitle }) {
   const canWrite = atLeast(workspaceRole(), 'User');
   const path = `${base(id)}/threads/${enc(tid)}`;
   const head = h('div', {});
-  const stateSec = h('section', { 'aria-labelledby': 'state-h' });
-  const histSec = h('section', { 'aria-labelledby': 'history-h' });
+  const stateSec = h('section', {});
+  const histSec = h('section', {});
   const crumbEl = crumbs(id, null, tid.slice(0, 8));
   clear(main, crumbEl, head, stateSec, histSec);
   const [dep, thread] = await Promise.all([deployment(id, signal), loading(head, 'the thread', () => get(path, { signal }))]);
