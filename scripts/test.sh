@@ -17,6 +17,15 @@ for dir in scripts/emulators tests/*/; do
   fi
 done
 
+# The UI's browser tests (tests/ui) drive Debian's chromium; no browser is
+# downloaded from anywhere else.
+if [[ ! -x /usr/bin/chromium ]]; then
+  echo "== apt-get install chromium"
+  sudo=; [[ $(id -u) -eq 0 ]] || sudo=sudo
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+fi
+
 # Emulators for the AWS adapters: dynalite (DynamoDB), fauxqs (SQS, S3).
 if [[ -f scripts/emulators.sh ]]; then
   bash scripts/emulators.sh start

@@ -17,6 +17,7 @@ import (
 	"github.com/agentplane/agentplane/shared/compose/scimgroup"
 	"github.com/agentplane/agentplane/shared/compose/threadsgroup"
 	"github.com/agentplane/agentplane/shared/compose/tracinggroup"
+	"github.com/agentplane/agentplane/shared/compose/uigroup"
 	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/openapi"
 )
@@ -35,6 +36,7 @@ func Groups() []compose.Group {
 		promptsgroup.Group,
 		billinggroup.Group,
 		mcpgroup.Group,
+		uigroup.Group,
 	}
 }
 
