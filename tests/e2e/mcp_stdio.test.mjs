@@ -59,6 +59,14 @@ test("stdio: SERVICE_WORKSPACE_ID names the workspace; the platform under /api/v
   await client.close();
 });
 
+test("stdio: without SERVICE_ENDPOINT the endpoint is AGENTPLANE_URL (agentplane mcp's --url)", async () => {
+  const client = await connect(serverEnv({ SERVICE_ENDPOINT: undefined, AGENTPLANE_URL: endpoint }));
+  assert.equal((await ok(client, "read_example", { example_id: fx.examples.reset, as_of: fx.version_tag })).example.outputs.answer, fx.reset_outputs_v1.answer);
+  const guide = (await call(client, "create_dataset", {})).text;
+  assert.ok(guide.includes(`${endpoint}/datasets`), "the guide names another endpoint");
+  await client.close();
+});
+
 test("stdio: the server wrote no error to stderr", () => {
   const text = stderr.join("");
   assert.ok(!/"level":"ERROR"|panic/.test(text), text);

@@ -90,13 +90,18 @@ test("tracing: a long conversation with thread_id, errors, a deep trace, feedbac
   const traced = await collect(ls.listRuns({ projectName: project, traceId: researchTrace }));
   assert.equal(traced.length, RESEARCH_STEPS + 1);
 
-  // Feedback on three turns and on a failed run.
+  // Feedback on three turns and on a failed run, in each of the SDK's
+  // ways: with the project and trace (a multipart part of the trace
+  // batch), with the project (POST /feedback with run_id and session_id),
+  // and with the run alone (the older call).
+  const sessionId = runs[0].session_id;
   const scores = [1, 0.5, 0];
+  const ways = [{ sessionId, traceId: turnRuns[0] }, { sessionId }, {}];
   for (let i = 0; i < scores.length; i++) {
-    await ls.createFeedback(turnRuns[i], "helpfulness", { score: scores[i], comment: `turn ${i}` });
+    await ls.createFeedback(turnRuns[i], "helpfulness", { score: scores[i], comment: `turn ${i}`, ...ways[i] });
   }
   const failedRoot = errored.find((r) => r.name === "agent");
-  await ls.createFeedback(failedRoot.id, "user_score", { score: 0, comment: "wrong answer" });
+  await ls.createFeedback(failedRoot.id, "user_score", { score: 0, comment: "wrong answer", sessionId });
   await ls.awaitPendingTraceBatches();
   const feedback = await eventually("feedback", async () => {
     const fb = await collect(ls.listFeedback({ runIds: [...turnRuns.slice(0, 3), failedRoot.id] }));
@@ -231,7 +236,7 @@ test("experiments: evaluate() on the dataset, then feedback, read back with list
   assert.deepEqual(roots.map((r) => r.reference_example_id).sort(), fx.current_example_ids);
   // Human feedback after the run, on the Norway answer.
   const norwayRun = roots.find((r) => r.reference_example_id === fx.examples.norway);
-  await ls.createFeedback(norwayRun.id, "human_rating", { score: 0, comment: "should say yes" });
+  await ls.createFeedback(norwayRun.id, "human_rating", { score: 0, comment: "should say yes", sessionId: norwayRun.session_id });
   await ls.awaitPendingTraceBatches();
 
   const experiment = await eventually("experiment statistics", async () => {

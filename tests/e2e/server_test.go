@@ -79,7 +79,7 @@ func (l *logWatch) Write(p []byte) (int, error) {
 }
 
 // check fails t with every flagged log line.
-func (l *logWatch) check(t *testing.T) {
+func (l *logWatch) check(t testing.TB) {
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -103,7 +103,7 @@ func freeAddr(t testing.TB) string {
 
 // start runs the local server as `agentplane serve` does, with a fresh
 // data directory and adminKey as its bootstrap key, until the test ends.
-func start(t *testing.T) *server {
+func start(t testing.TB) *server {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -140,7 +140,7 @@ func start(t *testing.T) *server {
 	return s
 }
 
-func waitUp(t *testing.T, url string, done chan error, out *lockedBuffer) {
+func waitUp(t testing.TB, url string, done chan error, out *lockedBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -447,3 +447,130 @@ func TestToolsWorkspaceHeader(t *testing.T) {
 	cs := session(t, s.MCP, map[string]string{toolserver.HeaderAPIKey: a.Key, toolserver.HeaderWorkspaceID: b.WS})
 	fails(t, cs, "list_datasets", map[string]any{}, "403")
 }
+
+// Bad arguments of every kind, against the real platform: each call is a
+// tool error whose message says what is wrong (or, where the input is only
+// odd, a normal answer), never a protocol error, a crash or a 5xx of the
+// platform (the server's log is checked when the test ends).
+func TestToolsBadArguments(t *testing.T) {
+	s := start(t)
+	tn := newTenant(t, s, "Tenant Alpha", "ALPHA", 3)
+	tn.ExperimentLatency, tn.ExperimentScore = 1, 1
+	tn.seed(t, s)
+	cs := session(t, s.MCP, map[string]string{toolserver.HeaderAPIKey: tn.Key})
+	long := strings.Repeat("x", 5000)
+	th := func(extra map[string]any) map[string]any {
+		a := map[string]any{"thread_id": threadID, "project_name": projectName, "page_number": 1}
+		for k, v := range extra {
+			a[k] = v
+		}
+		return a
+	}
+	fr := func(extra map[string]any) map[string]any {
+		a := map[string]any{"project_name": projectName, "limit": 5, "page_number": 1}
+		for k, v := range extra {
+			a[k] = v
+		}
+		return a
+	}
+	ds := func(extra map[string]any) map[string]any {
+		a := map[string]any{"dataset_id": tn.DatasetID}
+		for k, v := range extra {
+			a[k] = v
+		}
+		return a
+	}
+	const answers = "" // the call answers normally
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string // a part of the error message, or answers
+	}{
+		{"get_thread_history", th(map[string]any{"page_number": 0}), answers}, // an empty page, with total_pages
+		{"get_thread_history", th(map[string]any{"page_number": -3}), answers},
+		{"get_thread_history", th(map[string]any{"page_number": 1e12}), answers},
+		{"get_thread_history", th(map[string]any{"max_chars_per_page": 0}), "max_chars_per_page"},
+		{"get_thread_history", th(map[string]any{"max_chars_per_page": -10}), "max_chars_per_page"},
+		{"get_thread_history", th(map[string]any{"preview_chars": -1}), "preview_chars"},
+		{"get_thread_history", th(map[string]any{"page_number": "one"}), "page_number"},
+		{"get_thread_history", th(map[string]any{"thread_id": ""}), "thread_id"},
+		{"get_thread_history", th(map[string]any{"thread_id": "a\u0000b"}), "control characters"},
+		{"get_thread_history", th(map[string]any{"thread_id": long, "project_name": long}), "not found"},
+		{"fetch_runs", fr(map[string]any{"limit": 0}), "limit"},
+		{"fetch_runs", fr(map[string]any{"limit": -1}), "limit"},
+		{"fetch_runs", fr(map[string]any{"limit": 100000}), answers}, // clamped to 100
+		{"fetch_runs", fr(map[string]any{"project_name": "["}), "JSON array"},
+		{"fetch_runs", fr(map[string]any{"project_name": "[]"}), "at least one project"},
+		{"fetch_runs", fr(map[string]any{"trace_id": "not-a-uuid"}), "valid UUID"},
+		{"fetch_runs", fr(map[string]any{"reference_example_id": "not-a-uuid"}), "valid UUID"},
+		{"fetch_runs", fr(map[string]any{"filter": long}), "Invalid filter"},
+		{"fetch_runs", fr(map[string]any{"filter": strings.Repeat("and(", 100)}), "nests deeper"},
+		{"fetch_runs", fr(map[string]any{"trace_filter": "eq(", "tree_filter": ")"}), "Invalid filter"},
+		{"fetch_runs", fr(map[string]any{"run_type": "banana"}), "run_type"},
+		{"fetch_runs", fr(map[string]any{"error": "maybe", "is_root": "perhaps"}), answers},          // not "true"/"false": no filter
+		{"fetch_runs", fr(map[string]any{"trace_id": tn.TraceID, "max_chars_per_page": 1}), answers}, // cut to fit, marked
+		{"list_projects", map[string]any{"limit": -5}, "limit"},
+		{"list_projects", map[string]any{"reference_dataset_id": "not-a-uuid"}, "valid UUID"},
+		{"list_projects", map[string]any{"project_name": long}, answers},
+		{"list_experiments", map[string]any{"reference_dataset_id": "not-a-uuid"}, "valid UUID"},
+		{"list_experiments", map[string]any{"reference_dataset_name": long}, "not found"},
+		{"list_experiments", map[string]any{"reference_dataset_id": tn.DatasetID, "limit": -1}, "limit"},
+		{"get_billing_usage", map[string]any{"starting_on": "2025-13-45", "ending_before": "2025-01-01"}, "starting_on"},
+		{"get_billing_usage", map[string]any{"starting_on": "2025-02-01", "ending_before": "2025-01-01"}, "ending_before"},
+		{"get_billing_usage", map[string]any{"starting_on": "1900-01-01", "ending_before": "2900-01-01"}, "starting_on"},
+		{"get_billing_usage", map[string]any{"starting_on": "", "ending_before": "2025-01-01"}, "starting_on"},
+		{"get_billing_usage", map[string]any{"starting_on": "2025-01-01", "ending_before": "2025-02-01", "workspace": long}, "workspace"},
+		{"list_prompts", map[string]any{"limit": 0}, "limit"},
+		{"get_prompt_by_name", map[string]any{"prompt_name": ""}, "prompt_name"},
+		{"get_prompt_by_name", map[string]any{"prompt_name": ":"}, "prompt_name"},
+		{"get_prompt_by_name", map[string]any{"prompt_name": "a/b/c"}, "prompt_name"},
+		{"get_prompt_by_name", map[string]any{"prompt_name": "../../etc/passwd"}, "prompt_name"},
+		{"get_prompt_by_name", map[string]any{"prompt_name": "%2e%2e/x"}, "not found"},
+		{"get_prompt_by_name", map[string]any{"prompt_name": promptName + ":zz"}, "not found"},
+		{"get_prompt_by_name", map[string]any{"prompt_name": promptName + ":" + strings.Repeat("0", 64)}, "not found"},
+		{"get_prompt_by_name", map[string]any{"prompt_name": long}, "not found"},
+		{"list_datasets", map[string]any{"dataset_ids": "not-a-uuid"}, "valid UUID"},
+		{"list_datasets", map[string]any{"dataset_ids": "[1, 2]"}, "valid UUID"},
+		{"list_datasets", map[string]any{"data_type": "table"}, "'kv', 'llm' or 'chat'"},
+		{"list_datasets", map[string]any{"metadata": "{"}, "JSON object"},
+		{"list_datasets", map[string]any{"metadata": "[1]"}, "JSON object"},
+		{"read_dataset", map[string]any{"dataset_id": "not-a-uuid"}, "valid UUID"},
+		{"read_dataset", map[string]any{"dataset_id": ""}, "dataset_id or dataset_name"},
+		{"list_examples", map[string]any{"dataset_id": "not-a-uuid"}, "valid UUID"},
+		{"list_examples", map[string]any{"example_ids": `["x"]`}, "valid UUID"},
+		{"list_examples", ds(map[string]any{"as_of": "yesterday"}), `tag "yesterday" not found`},
+		{"list_examples", ds(map[string]any{"as_of": "1999-01-01T00:00:00Z"}), answers}, // before the first version: none
+		{"list_examples", ds(map[string]any{"splits": "[1"}), "JSON array"},
+		{"list_examples", ds(map[string]any{"filter": "eq("}), "Invalid filter"},
+		{"list_examples", ds(map[string]any{"metadata": "nope"}), "JSON object"},
+		{"list_examples", ds(map[string]any{"offset": "-4"}), "offset"},
+		{"list_examples", ds(map[string]any{"offset": "many"}), "offset"},
+		{"list_examples", ds(map[string]any{"limit": 100000}), answers},
+		{"read_example", map[string]any{"example_id": "not-a-uuid"}, "valid UUID"},
+		{"read_example", map[string]any{"example_id": tn.Examples[0], "as_of": "no-such-tag"}, "not found"},
+		{"read_example", map[string]any{"example_id": ""}, "example_id"},
+	} {
+		r := callTool(t, cs, c.tool, c.args)
+		switch {
+		case c.want == answers && r.err:
+			t.Errorf("%s %v: %.300s", c.tool, abbreviate(c.args), r.text)
+		case c.want != answers && !r.err:
+			t.Errorf("%s %v answered: %.300s", c.tool, abbreviate(c.args), r.text)
+		case c.want != answers && !strings.Contains(fmt.Sprint(r.value["error"]), c.want):
+			t.Errorf("%s %v: error %.300s, want it to mention %q", c.tool, abbreviate(c.args), r.text, c.want)
+		}
+	}
+	// Still serving.
+	eq(t, "after", ok(t, cs, "read_dataset", map[string]any{"dataset_id": tn.DatasetID})["dataset"].(map[string]any)["id"], tn.DatasetID)
+}
+
+func abbreviate(args map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range args {
+		if s, ok := v.(string); ok && len(s) > 40 {
+			v = s[:20] + fmt.Sprintf("…(%d)", len(s))
+		}
+		out[k] = v
+	}
+	return out
+}
