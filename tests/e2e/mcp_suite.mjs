@@ -280,8 +280,10 @@ export function suite(label, connect, { endpoint }) {
     assert.equal(p.full_name, `${p.owner}/${fx.prompt}`);
     assert.equal(Object.keys(p).length, 12);
     assert.ok(list.total_count >= 1);
+    assert.ok(!list.prompts.some((x) => x.repo_handle === fx.public_prompt), "a public prompt among the private ones");
     const pub = await ok(client, "list_prompts", { is_public: "true" });
     assert.ok(!pub.prompts.some((x) => x.repo_handle === fx.prompt));
+    assert.equal(pub.prompts.find((x) => x.repo_handle === fx.public_prompt)?.is_public, true, JSON.stringify(pub));
 
     const latest = await ok(client, "get_prompt_by_name", { prompt_name: fx.prompt });
     assert.equal(latest._type, "ChatPromptTemplate");
@@ -306,6 +308,8 @@ export function suite(label, connect, { endpoint }) {
       assert.equal(d.example_count, 3);
       assert.equal(d.session_count, 1);
       assert.equal(Object.keys(d).length, 11);
+      assert.deepEqual(d.inputs_schema_definition, fx.inputs_schema);
+      assert.deepEqual(d.outputs_schema_definition, fx.outputs_schema);
     };
     for (const args of [
       { dataset_name_contains: fx.suffix }, { dataset_name: fx.dataset }, { dataset_ids: JSON.stringify([fx.dataset_id]) },

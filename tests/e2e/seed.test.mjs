@@ -125,7 +125,9 @@ test("tracing: a long conversation with thread_id, errors, a deep trace, feedbac
 
 test("datasets: versions by an edit and a delete, a tag, splits (createDataset, createExamples, updateExample, deleteExample, updateDatasetTag, listExamples asOf/splits, readExample, readDataset, listDatasets, listDatasetSplits, readDatasetVersion)", async () => {
   const name = `support-qa-${suffix}`;
-  const ds = await ls.createDataset(name, { description: "Support questions and answers", dataType: "kv", metadata: { team: "support", suffix } });
+  const inputsSchema = { type: "object", properties: { question: { type: "string" } }, required: ["question"] };
+  const outputsSchema = { type: "object", properties: { answer: { type: "string" } } };
+  const ds = await ls.createDataset(name, { description: "Support questions and answers", dataType: "kv", metadata: { team: "support", suffix }, inputsSchema, outputsSchema });
   const questions = ["How do I reset my password?", "Where are my invoices?", "Can I change my plan?", "Do you ship to Norway?"];
   const answers = ["Ask support.", "Billing > Invoices.", "Yes, in Settings > Plan.", "Yes, in 5 days."];
   const created = await ls.createExamples({
@@ -172,6 +174,7 @@ test("datasets: versions by an edit and a delete, a tag, splits (createDataset, 
 
   Object.assign(fx, {
     dataset: name, dataset_id: ds.id, dataset_description: "Support questions and answers", dataset_metadata: { team: "support", suffix },
+    inputs_schema: inputsSchema, outputs_schema: outputsSchema,
     version_tag: "initial", v1, v2,
     examples: { reset: reset.id, invoices: invoices.id, plan: plan.id, norway: norway.id },
     reset_outputs_v1: { answer: answers[0] }, reset_outputs_now: edited,
@@ -180,7 +183,7 @@ test("datasets: versions by an edit and a delete, a tag, splits (createDataset, 
   });
 });
 
-test("prompts: one prompt pushed twice (pushPrompt, pullPromptCommit, listPrompts, listCommits)", async () => {
+test("prompts: one prompt pushed twice, a public one by its owner-qualified name (pushPrompt, pullPromptCommit, listPrompts, listCommits, getPrompt)", async () => {
   const name = `support-answer-${suffix}`;
   const manifest = (system) => ({
     lc: 1, type: "constructor", id: ["langchain", "prompts", "chat", "ChatPromptTemplate"],
@@ -209,6 +212,17 @@ test("prompts: one prompt pushed twice (pushPrompt, pullPromptCommit, listPrompt
   const p = (await collect(ls.listPrompts({ query: name }))).find((x) => x.repo_handle === name);
   assert.equal(p.num_commits, 2);
   assert.equal(p.last_commit_hash, c2.commit_hash);
+  // A public prompt beside it (the SDK checks the workspace's handle in /settings first).
+  const publicName = `public-greeter-${suffix}`;
+  await ls.pushPrompt(publicName, { object: manifest("Greet the user."), isPublic: true });
+  const pub = await ls.getPrompt(publicName);
+  assert.equal(pub.is_public, true);
+  // Its second commit names the owner: the SDK accepts an owner equal to
+  // the tenant_handle of /settings.
+  await ls.pushPrompt(`${pub.owner}/${publicName}`, { object: manifest("Greet the user warmly.") });
+  assert.equal((await ls.pullPromptCommit(publicName, { skipCache: true })).manifest.kwargs.messages[0].kwargs.prompt.kwargs.template, "Greet the user warmly.");
+  assert.equal((await ls.getPrompt(publicName)).num_commits, 2);
+  fx.public_prompt = publicName;
   Object.assign(fx, { prompt: name, prompt_v1: first, prompt_v2: second, commit_v1: c1.commit_hash, commit_v2: c2.commit_hash, prompt_description: "Answers support questions" });
 });
 
