@@ -397,6 +397,28 @@ func TestToolsTwoTenants(t *testing.T) {
 			}
 		})
 	}
+	// The organization's admin sees both workspaces' usage, each by name;
+	// a tenant's key sees only its own (above).
+	t.Run("billing of the organization", func(t *testing.T) {
+		cs := session(t, s.MCP, map[string]string{toolserver.HeaderAPIKey: adminKey, toolserver.HeaderWorkspaceID: a.WS})
+		q, _ := url.ParseQuery(usageRange())
+		usage := list(t, ok(t, cs, "get_billing_usage", map[string]any{"starting_on": q.Get("starting_on"), "ending_before": q.Get("ending_before")}), "usage")
+		found := false
+		for _, u := range usage {
+			if u["billable_metric_name"] == "traces" {
+				found = true
+				eq(t, "groups", u["groups"], map[string]any{
+					a.WS: map[string]any{"workspace_name": a.Name, "value": a.Traces},
+					b.WS: map[string]any{"workspace_name": b.Name, "value": b.Traces}})
+				eq(t, "value", u["value"], a.Traces+b.Traces)
+			}
+		}
+		if !found {
+			t.Fatalf("no traces metric: %v", usage)
+		}
+		one := list(t, ok(t, cs, "get_billing_usage", map[string]any{"starting_on": q.Get("starting_on"), "ending_before": q.Get("ending_before"), "workspace": b.Name}), "usage")
+		eq(t, "one workspace", one[0]["groups"], map[string]any{b.WS: map[string]any{"workspace_name": b.Name, "value": b.Traces}})
+	})
 	// Many sessions of both tenants at once, interleaved.
 	t.Run("concurrent sessions", func(t *testing.T) {
 		for i := 0; i < 16; i++ {
