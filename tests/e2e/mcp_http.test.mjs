@@ -89,6 +89,26 @@ test("the server is stateless: no session id; GET /mcp is 405", async () => {
   assert.equal(get.status, 405);
 });
 
+test("a browser-based client (another origin, as the MCP Inspector) passes the preflight and is answered", async () => {
+  const origin = "http://localhost:6274";
+  const pre = await fetch(base + "/mcp", { method: "OPTIONS", headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "content-type,service-api-key,mcp-protocol-version" } });
+  assert.ok(pre.status === 204 || pre.status === 200, `preflight ${pre.status}`);
+  assert.equal(pre.headers.get("access-control-allow-origin"), "*");
+  assert.match(pre.headers.get("access-control-allow-headers") ?? "", /service-api-key/i);
+  const res = await rpc({ "SERVICE-API-KEY": key, origin }, { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "read_dataset", arguments: { dataset_id: fx.dataset_id } } });
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get("access-control-allow-origin"), "*");
+  assert.equal((await res.json()).result.structuredContent.dataset.id, fx.dataset_id);
+});
+
+test("the tool server answers at http://localhost:<port>/mcp too (the Host a desktop client's configuration names)", async () => {
+  const u = new URL(base);
+  const client = new Client({ name: "agentplane-e2e-http-localhost", version: "1.0.0" });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`http://localhost:${u.port}/mcp`), { requestInit: { headers: { "SERVICE-API-KEY": key } } }));
+  assert.equal((await ok(client, "read_dataset", { dataset_id: fx.dataset_id })).dataset.name, fx.dataset);
+  await client.close();
+});
+
 suite("streamable HTTP", connect, { endpoint: apiURL });
 
 test("SERVICE-ENDPOINT per request: the same answers over the network, at the base and under /api/v1", async () => {
