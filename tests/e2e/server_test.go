@@ -39,7 +39,9 @@ const adminKey = "ap_test_e2e_admin_key_0123456789abcdef"
 // MCP the tool server's.
 type server struct {
 	API, MCP string
+	Dir      string // the data directory
 	logs     *logWatch
+	stop     func() // stops the server (once), as SIGTERM stops agentplane serve
 }
 
 // logWatch keeps the server's JSON log lines and flags what no client
@@ -105,11 +107,17 @@ func freeAddr(t testing.TB) string {
 // data directory and adminKey as its bootstrap key, until the test ends.
 func start(t testing.TB) *server {
 	t.Helper()
+	return startIn(t, t.TempDir())
+}
+
+// startIn runs the local server on the data directory dir, on new ports.
+func startIn(t testing.TB, dir string) *server {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := compose.Config{Mode: compose.ModeLocal, DataDir: t.TempDir(), Addr: ln.Addr().String(), MCPAddr: freeAddr(t),
+	cfg := compose.Config{Mode: compose.ModeLocal, DataDir: dir, Addr: ln.Addr().String(), MCPAddr: freeAddr(t),
 		Region: "us", BootstrapAPIKey: adminKey, AllowLocalRepos: true, SelfHostedJITEnabled: true, LogLevel: "info"}
 	if err := cfg.Check(); err != nil {
 		t.Fatal(err)
@@ -123,14 +131,18 @@ func start(t testing.TB) *server {
 	done := make(chan error, 1)
 	out := &lockedBuffer{}
 	go func() { done <- local.ServeWith(ctx, pr, ln, out, local.DefaultLimits()) }()
-	s := &server{API: cfg.BaseURL, MCP: "http://" + cfg.MCPAddr, logs: logs}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("server: %v", err)
-		}
-		logs.check(t)
-	})
+	s := &server{API: cfg.BaseURL, MCP: "http://" + cfg.MCPAddr, Dir: dir, logs: logs}
+	var once sync.Once
+	s.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("server: %v", err)
+			}
+			logs.check(t)
+		})
+	}
+	t.Cleanup(s.stop)
 	for _, u := range []string{s.API + "/info", s.MCP + "/health"} {
 		waitUp(t, u, done, out)
 	}
