@@ -9,6 +9,7 @@ import (
 	"github.com/agentplane/agentplane/shared/compose"
 	"github.com/agentplane/agentplane/shared/domains/billing"
 	"github.com/agentplane/agentplane/shared/domains/datasets"
+	"github.com/agentplane/agentplane/shared/domains/prompts"
 	"github.com/agentplane/agentplane/shared/domains/tracing"
 	"github.com/agentplane/agentplane/shared/kernel/api"
 	"github.com/agentplane/agentplane/shared/kernel/web"
@@ -31,7 +32,8 @@ var Group = compose.Group{
 				if err != nil {
 					return tracing.WorkspaceInfo{}, err
 				}
-				return tracing.WorkspaceInfo{ID: w.ID, OrganizationID: w.OrganizationID, DisplayName: w.DisplayName, CreatedAt: w.CreatedAt}, nil
+				return tracing.WorkspaceInfo{ID: w.ID, OrganizationID: w.OrganizationID, DisplayName: w.DisplayName, CreatedAt: w.CreatedAt,
+					Handle: prompts.Handle(w.ID)}, nil
 			},
 			// What this installation implements beyond runs: the JS SDK
 			// needs this flag for createExamples/updateExamples.

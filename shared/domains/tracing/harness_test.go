@@ -164,7 +164,7 @@ func buildEnv(o envOptions) (*env, func(), error) {
 			if err != nil {
 				return tracing.WorkspaceInfo{}, err
 			}
-			return tracing.WorkspaceInfo{ID: w.ID, OrganizationID: w.OrganizationID, DisplayName: w.DisplayName, CreatedAt: w.CreatedAt}, nil
+			return tracing.WorkspaceInfo{ID: w.ID, OrganizationID: w.OrganizationID, DisplayName: w.DisplayName, CreatedAt: w.CreatedAt, Handle: "handle-" + w.ID}, nil
 		}})
 	if err != nil {
 		return nil, nil, err

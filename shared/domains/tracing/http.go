@@ -183,7 +183,11 @@ func (h *Handler) settings(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	web.WriteJSON(w, http.StatusOK, Settings{ID: ws, DisplayName: info.DisplayName, CreatedAt: info.CreatedAt})
+	st := Settings{ID: ws, DisplayName: info.DisplayName, CreatedAt: info.CreatedAt}
+	if info.Handle != "" {
+		st.TenantHandle = &info.Handle
+	}
+	web.WriteJSON(w, http.StatusOK, st)
 	return nil
 }
 

@@ -28,6 +28,11 @@ func TestInfoAndSettings(t *testing.T) {
 	if s["id"] != e.ws || s["display_name"] != "Default" {
 		t.Errorf("settings: %v", s)
 	}
+	// The SDKs compare prompt owners with tenant_handle, and the JS SDK
+	// refuses to create a public prompt while it is null.
+	if s["tenant_handle"] != "handle-"+e.ws {
+		t.Errorf("tenant_handle: %v", s["tenant_handle"])
+	}
 	e.must(401, e.doKey("", "GET", "/settings", nil))
 	e.must(401, e.doKey("ap_wrong", "GET", "/api/v1/settings", nil))
 }

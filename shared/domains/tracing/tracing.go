@@ -107,6 +107,11 @@ type WorkspaceInfo struct {
 	OrganizationID string
 	DisplayName    string
 	CreatedAt      time.Time
+	// Handle is the workspace's owner in prompt names (owner/repo),
+	// reported as tenant_handle: the SDKs accept a prompt owner equal to
+	// it, and the JS SDK creates public prompts only when it is set.
+	// Empty reports null.
+	Handle string
 }
 
 // Options configure a Service.
