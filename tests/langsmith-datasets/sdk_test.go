@@ -20,21 +20,11 @@ import (
 	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/domains/prompts"
 	"github.com/agentplane/agentplane/shared/kernel/api"
-	"github.com/agentplane/agentplane/shared/kernel/auth"
 	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
 const adminKey = "ap_test_langsmith_datasets_admin_key_0123456789"
-
-type authn struct{ ids *identity.Service }
-
-func (a authn) Authenticate(r *http.Request) (auth.Principal, error) {
-	return a.ids.AuthenticateRequest(r)
-}
-func (a authn) InWorkspace(r *http.Request, p auth.Principal) (auth.Principal, error) {
-	return a.ids.InWorkspace(r, p)
-}
 
 // nodeModules skips (or, under CI, fails) without `npm ci` here.
 func nodeModules(t *testing.T) {

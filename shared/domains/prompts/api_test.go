@@ -16,19 +16,9 @@ import (
 	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/domains/prompts"
 	"github.com/agentplane/agentplane/shared/kernel/api"
-	"github.com/agentplane/agentplane/shared/kernel/auth"
 	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 )
-
-type authn struct{ ids *identity.Service }
-
-func (a authn) Authenticate(r *http.Request) (auth.Principal, error) {
-	return a.ids.AuthenticateRequest(r)
-}
-func (a authn) InWorkspace(r *http.Request, p auth.Principal) (auth.Principal, error) {
-	return a.ids.InWorkspace(r, p)
-}
 
 type env struct {
 	t                        *testing.T
