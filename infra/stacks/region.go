@@ -149,6 +149,11 @@ func NewRegionStack(scope constructs.Construct, id string, props *RegionStackPro
 	if props.OperatorTokenSHA256 != "" && !sha256Hex.MatchString(props.OperatorTokenSHA256) {
 		return nil, fmt.Errorf("stack %s: the operator token digest must be 64 lower-case hex digits", id)
 	}
+	if props.UIAssetsDir != "" {
+		if st, err := os.Stat(props.UIAssetsDir); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("stack %s: UI assets %s: not a directory", id, props.UIAssetsDir)
+		}
+	}
 	l := props.Layout
 	for _, g := range l.Groups {
 		if _, err := os.Stat(zipPath(props, g.Name)); err != nil {

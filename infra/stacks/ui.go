@@ -2,7 +2,6 @@ package stacks
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscertificatemanager"
@@ -113,7 +112,7 @@ func (s *RegionStack) ui(site Site, assets string) (*UI, error) {
 		DefaultRootObject: jsii.String("index.html"),
 		DefaultBehavior:   behavior(short),
 		AdditionalBehaviors: &map[string]*awscloudfront.BehaviorOptions{
-			"/index.html":     behavior(awscloudfront.CachePolicy_CACHING_DISABLED()),
+			"/index.html":      behavior(awscloudfront.CachePolicy_CACHING_DISABLED()),
 			"/" + UIConfigPath: behavior(awscloudfront.CachePolicy_CACHING_DISABLED()),
 		},
 		HttpVersion:   awscloudfront.HttpVersion_HTTP2_AND_3,
@@ -132,9 +131,6 @@ func (s *RegionStack) ui(site Site, assets string) (*UI, error) {
 
 	sources := []awss3deployment.ISource{}
 	if assets != "" {
-		if st, err := os.Stat(assets); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("UI assets %s: not a directory", assets)
-		}
 		sources = append(sources, awss3deployment.Source_Asset(jsii.String(assets), nil))
 	}
 	sources = append(sources, awss3deployment.Source_JsonData(jsii.String(UIConfigPath), UIConfig(site.APIURL), nil))

@@ -86,7 +86,9 @@ func wafStatement(st ratelimits.Statement) *awswafv2.CfnWebACL_StatementProperty
 		}}
 	case st.HeaderPresent != "":
 		return &awswafv2.CfnWebACL_StatementProperty{SizeConstraintStatement: &awswafv2.CfnWebACL_SizeConstraintStatementProperty{
-			FieldToMatch:        &awswafv2.CfnWebACL_FieldToMatchProperty{SingleHeader: &awswafv2.CfnWebACL_SingleHeaderProperty{Name: jsii.String(st.HeaderPresent)}},
+			// SingleHeader is raw JSON to CloudFormation: the typed struct
+			// would be written with a lower-case "name".
+			FieldToMatch:        &awswafv2.CfnWebACL_FieldToMatchProperty{SingleHeader: map[string]any{"Name": st.HeaderPresent}},
 			ComparisonOperator:  jsii.String("GT"),
 			Size:                jsii.Number(0),
 			TextTransformations: noTransform,
