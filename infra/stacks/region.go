@@ -200,6 +200,16 @@ func NewRegionStack(scope constructs.Construct, id string, props *RegionStackPro
 		s.APIs[host] = s.restAPI(id, host)
 	}
 	s.API = s.APIs[""]
+	// API Gateway's CloudWatch role is a setting of the account and
+	// region: the platform API sets it, and the other stages, which log
+	// too, wait for it.
+	if account := s.API.Node().TryFindChild(jsii.String("Account")); account != nil {
+		for host, api := range s.APIs {
+			if host != "" {
+				api.DeploymentStage().Node().AddDependency(account)
+			}
+		}
+	}
 
 	for _, w := range l.Workflows {
 		// Derived from the physical name, so the functions that start it
@@ -336,7 +346,7 @@ func (s *RegionStack) restAPI(id, host string) awsapigateway.RestApi {
 	// Bodies reach the functions as base64 and go back decoded, so
 	// binary payloads survive the proxy.
 	props.BinaryMediaTypes = jsii.Strings("*/*")
-	props.CloudWatchRole = jsii.Bool(true)
+	props.CloudWatchRole = jsii.Bool(host == "")
 	props.DeployOptions = &awsapigateway.StageOptions{
 		StageName:            jsii.String(StageName),
 		TracingEnabled:       jsii.Bool(true),

@@ -1209,6 +1209,23 @@ func checkRoutes(t *testing.T, r *region) {
 			})
 		}
 	})
+	// One account setting for API Gateway's CloudWatch role, which every
+	// stage (all log) waits for.
+	accounts := r.resources("AWS::ApiGateway::Account")
+	if len(accounts) != 1 {
+		t.Errorf("%s: %d API Gateway account settings", r.name, len(accounts))
+	}
+	for id, v := range r.json["Resources"].(map[string]any) {
+		res := v.(map[string]any)
+		if res["Type"] != "AWS::ApiGateway::Stage" {
+			continue
+		}
+		for acct := range accounts {
+			if !slices.Contains(list(res["DependsOn"]), any(acct)) {
+				t.Errorf("%s: stage %s does not wait for the account's CloudWatch role (%v)", r.name, id, res["DependsOn"])
+			}
+		}
+	}
 	// One invoke permission per routed group (not per method) and one per
 	// schedule.
 	routed, sweeps := 0, 0
