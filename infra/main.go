@@ -5,13 +5,21 @@
 // agentplane.layout.json, the groups as the stacks deploy them, for the
 // LocalStack hooks.
 //
-// Context keys (cdk.json or -c key=value):
+// Context keys (cdk.json or -c key=value; infra/README.md explains each):
 //
-//	usRegion  AWS region of the US stack (default us-east-1)
-//	euRegion  AWS region of the EU stack (default eu-west-1)
-//	account   AWS account of both (default CDK_DEFAULT_ACCOUNT; without
-//	          either the stacks are account-agnostic)
-//	rootDir   the repository root, holding functions/ and dist/ (default ..)
+//	account                 AWS account of both stacks (default
+//	                        CDK_DEFAULT_ACCOUNT; without either the stacks
+//	                        are account-agnostic)
+//	rootDir                 the repository root, holding functions/ and
+//	                        dist/ (default ..)
+//	uiAssetsDir             the web UI's files (default: none, only
+//	                        ui/config.json is deployed)
+//	operatorTokenSha256     hex SHA-256 of the operator's sign-up token
+//	                        (default: sign-up off)
+//	regionLinkSecretName    the region link's secret (agentplane/region-link-token)
+//	<r>Region, <r>ApiUrl, <r>AppUrl, <r>BeaconUrl, <r>ApiCertificateArn,
+//	<r>AppCertificateArn, <r>Azs, <r>VpcCidr, <r>EgressEips,
+//	<r>IngressEips          per region r in {us, eu}: stacks.SitesFromContext
 package main
 
 import (
@@ -87,24 +95,42 @@ func define(app awscdk.App, layout *stacks.Layout) error {
 		return err
 	}
 	account := ctx("account", os.Getenv("CDK_DEFAULT_ACCOUNT"))
-	regions := map[string]string{"us": ctx("usRegion", "us-east-1"), "eu": ctx("euRegion", "eu-west-1")}
+	sites, err := stacks.SitesFromContext(func(key string) any {
+		return app.Node().TryGetContext(jsii.String(key))
+	}, StackIDs)
+	if err != nil {
+		return err
+	}
+	ui := ctx("uiAssetsDir", "")
+	if ui != "" && !filepath.IsAbs(ui) {
+		ui = filepath.Join(root, ui)
+	}
+	built := map[string]*stacks.RegionStack{}
+	// The billing home first: the other region's stack reads the link
+	// secret's replica it creates.
 	for _, name := range []string{"us", "eu"} {
-		env := &awscdk.Environment{Region: jsii.String(regions[name])}
+		env := &awscdk.Environment{Region: jsii.String(sites.Of(name).AWSRegion)}
 		if account != "" {
 			env.Account = jsii.String(account)
 		}
-		_, err := stacks.NewRegionStack(app, StackIDs[name], &stacks.RegionStackProps{
+		s, err := stacks.NewRegionStack(app, StackIDs[name], &stacks.RegionStackProps{
 			StackProps: awscdk.StackProps{
 				Env:         env,
 				Description: jsii.String("agentplane, " + name + " region"),
 			},
-			RegionName: name,
-			Layout:     layout,
-			CodeDir:    filepath.Join(root, "dist"),
+			RegionName:          name,
+			Sites:               sites,
+			Layout:              layout,
+			CodeDir:             filepath.Join(root, "dist"),
+			UIAssetsDir:         ui,
+			OperatorTokenSHA256: ctx("operatorTokenSha256", ""),
+			LinkSecretName:      ctx("regionLinkSecretName", ""),
 		})
 		if err != nil {
 			return err
 		}
+		built[name] = s
 	}
+	built["eu"].Stack.AddStackDependency(built["us"].Stack, jsii.String("the EU reads the region link secret's replica and sends usage to the US billing queue"))
 	return nil
 }

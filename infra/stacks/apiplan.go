@@ -15,10 +15,18 @@ type apiNode struct {
 	part     string // "" for the root, "items", "{id}" or "{path+}"
 	methods  map[string]string
 	children map[string]*apiNode
+	// forms records, per method, which route forms reached it: the path
+	// itself (formPlain) and its trailing-slash twin "/{$}" (formSlash).
+	forms map[string]int
 }
 
+const (
+	formPlain = 1 << iota
+	formSlash
+)
+
 func newNode(part string) *apiNode {
-	return &apiNode{part: part, methods: map[string]string{}, children: map[string]*apiNode{}}
+	return &apiNode{part: part, methods: map[string]string{}, children: map[string]*apiNode{}, forms: map[string]int{}}
 }
 
 // childParts returns the node's child path parts in a stable order.
@@ -46,6 +54,12 @@ var (
 	literalPart = regexp.MustCompile(`^[A-Za-z0-9._~:@!$&'()*,;=-]+$`)
 	paramName   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 	httpMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true, "HEAD": true, "OPTIONS": true}
+)
+
+// AnyMethod and GreedyPart are what a collapsed subtree becomes.
+const (
+	AnyMethod  = "ANY"
+	GreedyPart = "{proxy+}"
 )
 
 // apiPart maps one ServeMux path segment to an API Gateway path part:
@@ -103,11 +117,22 @@ func addRoute(root *apiNode, r api.Spec) error {
 		return fmt.Errorf("path must start with /")
 	}
 	n := root
-	if r.Path != "/" {
-		if strings.HasSuffix(r.Path, "/") {
+	path := r.Path
+	if p, ok := strings.CutSuffix(path, "/"+exactSlash); ok {
+		// "/repos/{$}" is ServeMux's "/repos/" exactly: API Gateway
+		// routes a trailing slash to the resource without it, and the
+		// proxy passes the path as sent, so the function's mux tells
+		// the two apart.
+		path = p
+		if path == "" {
+			path = "/"
+		}
+	}
+	if path != "/" {
+		if strings.HasSuffix(path, "/") {
 			return fmt.Errorf("a trailing slash (a ServeMux subtree) has no API Gateway resource")
 		}
-		segs := strings.Split(r.Path[1:], "/")
+		segs := strings.Split(path[1:], "/")
 		for i, seg := range segs {
 			if seg == "" {
 				return fmt.Errorf("empty path part")
@@ -131,11 +156,65 @@ func addRoute(root *apiNode, r api.Spec) error {
 			n = child
 		}
 	}
-	if prev, dup := n.methods[r.Method]; dup {
+	form := formPlain
+	if path != r.Path {
+		form = formSlash
+	}
+	if prev, dup := n.methods[r.Method]; dup && (prev != r.Group || n.forms[r.Method]&form != 0) {
 		return fmt.Errorf("already served by group %s", prev)
 	}
 	n.methods[r.Method] = r.Group
+	n.forms[r.Method] |= form
 	return nil
+}
+
+// owner is the one group serving every method of n's subtree, or "" when
+// several do.
+func owner(n *apiNode) string {
+	g := ""
+	for _, m := range n.methods {
+		if g != "" && m != g {
+			return ""
+		}
+		g = m
+	}
+	for _, c := range n.children {
+		o := owner(c)
+		if o == "" || g != "" && o != g {
+			return ""
+		}
+		g = o
+	}
+	return g
+}
+
+// collapse returns the tree API Gateway is given: every subtree whose
+// routes all belong to one group becomes ANY on its top resource and ANY
+// on a greedy {proxy+} below it, both to that group's function, which
+// routes the request itself (its mux answers an unknown path 404 and an
+// unserved method 405, in the interface's shapes, as the local server
+// does). A REST API holds one CloudFormation resource per path part and
+// per method, and a stack at most 500 resources: the full tree of the
+// catalog alone would take 343 of them.
+func collapse(n *apiNode) *apiNode {
+	if g := owner(n); g != "" {
+		out := newNode(n.part)
+		out.methods[AnyMethod] = g
+		if len(n.children) > 0 {
+			p := newNode(GreedyPart)
+			p.methods[AnyMethod] = g
+			out.children[GreedyPart] = p
+		}
+		return out
+	}
+	out := newNode(n.part)
+	for m, g := range n.methods {
+		out.methods[m] = g
+	}
+	for part, c := range n.children {
+		out.children[part] = collapse(c)
+	}
+	return out
 }
 
 // apiRoutes lists every "METHOD /path" of a tree in API Gateway syntax.
@@ -159,8 +238,17 @@ func apiRoutes(root *apiNode) []string {
 	return out
 }
 
+// exactSlash is ServeMux's end-of-path marker ("/a/{$}" matches "/a/" only).
+const exactSlash = "{$}"
+
 // APIPath is a route's path as an API Gateway resource path.
 func APIPath(path string) string {
+	if p, ok := strings.CutSuffix(path, "/"+exactSlash); ok {
+		path = p
+		if path == "" {
+			return "/"
+		}
+	}
 	segs := strings.Split(path, "/")
 	for i, s := range segs {
 		if strings.HasPrefix(s, "{") && strings.HasSuffix(s, "...}") {

@@ -23,13 +23,19 @@ var (
 )
 
 // grant gives p (a group's function, or a CodeBuild project running the
-// group's code) exactly what g declares: the table's items for every
-// group; Query on the indexes it names; the bucket only with Uses.Blobs;
+// group's code) exactly what g declares: nothing for a group that opens no
+// store; the table's items for every other group (the rate limiter's
+// counters are items too); Query on the indexes it names; the bucket only with Uses.Blobs;
 // the secrets key only with Uses.Secrets; StartExecution on the state
 // machines it starts; SendMessage on the queues of the topics it
 // publishes. Receiving from its own queue is the event source mapping's
 // grant.
 func (s *RegionStack) grant(p awsiam.IGrantable, g GroupPlan) {
+	if !g.Store {
+		// A client of the platform API: no table, bucket, key, queue or
+		// state machine (NewLayout refuses such a group declaring any).
+		return
+	}
 	add := func(actions []string, resources ...*string) {
 		if len(resources) == 0 {
 			return

@@ -54,6 +54,16 @@ type GroupPlan struct {
 	TopicQueues map[string]string
 	// Runs lists the workflows whose steps the function runs.
 	Runs []string
+	// Store says the function opens the region's store (the table): every
+	// group on the platform API does. A group with a host of its own (the
+	// tool server) is a client of the platform API: it opens no store and
+	// gets no data grant at all.
+	Store bool
+	// Egress, when set, says why the group's code calls user endpoints
+	// (SetEgress): its function (and its CodeBuild steps) run in the VPC's
+	// private subnets, behind the NAT gateways whose addresses the region
+	// publishes.
+	Egress string
 }
 
 // HasQueue says the group consumes topics, so it has a queue.
@@ -79,7 +89,9 @@ type Layout struct {
 	Workflows []Workflow
 	// Consumers maps each topic to the group that consumes it.
 	Consumers map[string]string
-	api       *apiNode
+	// apis are the REST APIs' resource trees by host: "" is the platform
+	// API, any other the API of the groups with that Host.
+	apis map[string]*apiNode
 }
 
 var groupNamePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
@@ -131,9 +143,14 @@ func NewLayout(groups []compose.Group, workflows []Workflow) (*Layout, error) {
 		wfRunner[w.Definition.Name] = w.Group
 	}
 
-	var specs []api.Spec
+	specs := map[string][]api.Spec{}
 	for _, g := range groups {
-		p := GroupPlan{Group: g, TopicQueues: map[string]string{}}
+		p := GroupPlan{Group: g, TopicQueues: map[string]string{}, Store: g.Host == ""}
+		if g.Host != "" {
+			if err := checkOwnHost(g); err != nil {
+				return nil, err
+			}
+		}
 		for _, t := range g.Publishes {
 			c, ok := l.Consumers[t]
 			if !ok {
@@ -159,7 +176,7 @@ func NewLayout(groups []compose.Group, workflows []Workflow) (*Layout, error) {
 				return nil, fmt.Errorf("route %s is declared in group %s but says group %s", r.Pattern(), g.Name, r.Group)
 			}
 			r.Group = g.Name
-			specs = append(specs, r)
+			specs[g.Host] = append(specs[g.Host], r)
 		}
 		timeout := 0
 		for _, k := range []struct {
@@ -184,15 +201,68 @@ func NewLayout(groups []compose.Group, workflows []Workflow) (*Layout, error) {
 		}
 		l.Groups = append(l.Groups, p)
 	}
-	if len(specs) == 0 {
-		return nil, fmt.Errorf("no group has routes: a REST API needs at least one method")
+	if len(specs[""]) == 0 {
+		return nil, fmt.Errorf("no group has routes on the platform API: a REST API needs at least one method")
 	}
-	root, err := planAPI(specs)
-	if err != nil {
-		return nil, err
+	l.apis = map[string]*apiNode{}
+	for host, ss := range specs {
+		root, err := planAPI(ss)
+		if err != nil {
+			return nil, err
+		}
+		l.apis[host] = collapse(root)
 	}
-	l.api = root
 	return l, nil
+}
+
+// checkOwnHost rejects a group with its own host that declares more than
+// routes: such a group is a client of the platform API (it opens no store),
+// so it can neither use the region's data nor take part in its queues,
+// sweeps or workflows.
+func checkOwnHost(g compose.Group) error {
+	switch {
+	case !groupNamePattern.MatchString(g.Host):
+		return fmt.Errorf("group %s: host %q: want lower-case letters, digits and dashes, starting with a letter", g.Name, g.Host)
+	case len(g.Routes) == 0:
+		return fmt.Errorf("group %s has host %q but no routes", g.Name, g.Host)
+	case len(g.Consumes) > 0 || len(g.Publishes) > 0 || g.Sweeps:
+		return fmt.Errorf("group %s has its own host (%s): it opens no store, so it cannot consume, publish or sweep", g.Name, g.Host)
+	case len(g.Uses.Indexes) > 0 || g.Uses.Blobs || g.Uses.Secrets || len(g.Uses.StartsWorkflows) > 0 || g.Uses.RunsSteps:
+		return fmt.Errorf("group %s has its own host (%s): it opens no store, so it cannot use indexes, blobs, secrets or workflows", g.Name, g.Host)
+	}
+	return nil
+}
+
+// SetEgress marks the groups whose code calls user endpoints, each with
+// the reason; an unknown group is an error.
+func (l *Layout) SetEgress(reasons map[string]string) error {
+	for name, why := range reasons {
+		found := false
+		for i := range l.Groups {
+			if l.Groups[i].Name == name {
+				l.Groups[i].Egress = why
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("egress group %s is not in the catalog", name)
+		}
+		if why == "" {
+			return fmt.Errorf("egress group %s: say which user endpoints it calls", name)
+		}
+	}
+	return nil
+}
+
+// Hosts lists the hosts with their own REST API ("" is the platform API),
+// sorted.
+func (l *Layout) Hosts() []string {
+	out := make([]string, 0, len(l.apis))
+	for h := range l.apis {
+		out = append(out, h)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Group returns the plan of the named group.
@@ -205,10 +275,14 @@ func (l *Layout) Group(name string) (GroupPlan, bool) {
 	return GroupPlan{}, false
 }
 
-// Routes returns every route of every group, in catalog order.
-func (l *Layout) Routes() []api.Spec {
+// Routes returns every route of the groups on host ("" for the platform
+// API), in catalog order.
+func (l *Layout) Routes(host string) []api.Spec {
 	var out []api.Spec
 	for _, g := range l.Groups {
+		if g.Host != host {
+			continue
+		}
 		for _, r := range g.Routes {
 			r.Group = g.Name
 			out = append(out, r)
@@ -230,6 +304,9 @@ type LayoutFile struct {
 // LayoutFileGroup is one group of a LayoutFile.
 type LayoutFileGroup struct {
 	Name              string            `json:"name"`
+	Host              string            `json:"host"`
+	Store             bool              `json:"store"`
+	Egress            bool              `json:"egress"`
 	TimeoutSeconds    int               `json:"timeoutSeconds"`
 	Routes            int               `json:"routes"`
 	Consumes          []string          `json:"consumes"`
@@ -259,7 +336,7 @@ func (l *Layout) File() LayoutFile {
 	}
 	for _, g := range l.Groups {
 		f.Groups = append(f.Groups, LayoutFileGroup{
-			Name: g.Name, TimeoutSeconds: g.TimeoutSeconds, Routes: len(g.Routes),
+			Name: g.Name, Host: g.Host, Store: g.Store, Egress: g.Egress != "", TimeoutSeconds: g.TimeoutSeconds, Routes: len(g.Routes),
 			Consumes: nonNil(g.Consumes), VisibilitySeconds: g.VisibilitySeconds, Topics: g.TopicQueues,
 			Sweeps: g.Sweeps, Blobs: g.Uses.Blobs, Secrets: g.Uses.Secrets,
 			StartsWorkflows: nonNil(g.Uses.StartsWorkflows), Runs: nonNil(g.Runs),

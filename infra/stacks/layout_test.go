@@ -1,6 +1,7 @@
 package stacks_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,13 +28,14 @@ func anyCatalog() ([]compose.Group, []stacks.Workflow) {
 		return out
 	}
 	groups := []compose.Group{
-		{Name: "edge", Routes: routes("edge", "GET /a", "POST /a/{id}", "GET /files/{path...}"),
+		{Name: "edge", Routes: routes("edge", "GET /a", "GET /a/{$}", "POST /a/{id}", "GET /files/{path...}"),
 			Publishes: []string{"t.one"}, Uses: compose.Uses{Indexes: []string{"gsi3"}}},
 		{Name: "sink-2", Consumes: []string{"t.one", "t.two"}, Sweeps: true, Uses: compose.Uses{Blobs: true}},
 		{Name: "starter", Routes: routes("starter", "GET /b", "DELETE /a/{id}"), Publishes: []string{"t.two"},
 			Uses: compose.Uses{Secrets: true, StartsWorkflows: []string{"w"}, Indexes: []string{"gsi1", "gsi5"}}},
 		{Name: "runner", Publishes: []string{"t.one", "t.two"}, Uses: compose.Uses{RunsSteps: true, Blobs: true, Secrets: true}},
 		{Name: "lonely", Sweeps: true},
+		{Name: "tool", Host: "tools", Routes: routes("tool", "POST /call", "GET /health")},
 	}
 	w := workflow.Definition{Name: "w", Steps: []workflow.Step{
 		{Name: "first", MaxAttempts: 3, Backoff: time.Second, OnFailure: "fail"},
@@ -49,7 +51,10 @@ func TestAnyCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := synth(layout, "Any", "eu")
+	if err := layout.SetEgress(map[string]string{"runner": "clones repositories", "tool": "calls caller-named endpoints"}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := synth(layout, "Any", appConfig{}, "eu")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +66,7 @@ func TestAnyCatalog(t *testing.T) {
 		t.Errorf("queues %v, schedules %v, projects %v", sortedKeys(r.stack.Queues), sortedKeys(r.stack.Schedules), sortedKeys(r.stack.Projects))
 	}
 	// The timeouts follow the events each function receives.
-	for name, want := range map[string]int{"edge": 29, "sink-2": 300, "starter": 29, "runner": 900, "lonely": 300} {
+	for name, want := range map[string]int{"edge": 29, "sink-2": 300, "starter": 29, "runner": 900, "lonely": 300, "tool": 29} {
 		if g, _ := layout.Group(name); g.TimeoutSeconds != want {
 			t.Errorf("%s: timeout %d, want %d", name, g.TimeoutSeconds, want)
 		}
@@ -140,6 +145,39 @@ func TestNewLayoutRejects(t *testing.T) {
 			gs[2].Routes = append(gs[2].Routes, api.Spec{Group: "starter", Method: "GET", Path: "/a"})
 			return gs, ws
 		},
+		"trailing-slash twin in another group": func(gs []compose.Group, ws []stacks.Workflow) ([]compose.Group, []stacks.Workflow) {
+			gs[2].Routes = append(gs[2].Routes, api.Spec{Group: "starter", Method: "POST", Path: "/a/{id}/{$}"})
+			return gs, ws
+		},
+		"trailing-slash route twice": func(gs []compose.Group, ws []stacks.Workflow) ([]compose.Group, []stacks.Workflow) {
+			gs[0].Routes = append(gs[0].Routes, api.Spec{Group: "edge", Method: "GET", Path: "/a/{$}"})
+			return gs, ws
+		},
+		"own host that uses the store": func(gs []compose.Group, ws []stacks.Workflow) ([]compose.Group, []stacks.Workflow) {
+			gs[5].Uses.Indexes = []string{"gsi1"}
+			return gs, ws
+		},
+		"own host that consumes": func(gs []compose.Group, ws []stacks.Workflow) ([]compose.Group, []stacks.Workflow) {
+			gs[5].Consumes = []string{"t.three"}
+			return gs, ws
+		},
+		"own host that publishes": func(gs []compose.Group, ws []stacks.Workflow) ([]compose.Group, []stacks.Workflow) {
+			gs[5].Publishes = []string{"t.one"}
+			return gs, ws
+		},
+		"own host without routes": func(gs []compose.Group, ws []stacks.Workflow) ([]compose.Group, []stacks.Workflow) {
+			gs[5].Routes = nil
+			return gs, ws
+		},
+		"bad host name": func(gs []compose.Group, ws []stacks.Workflow) ([]compose.Group, []stacks.Workflow) {
+			gs[5].Host = "Tools!"
+			return gs, ws
+		},
+		"no platform routes": func(gs []compose.Group, ws []stacks.Workflow) ([]compose.Group, []stacks.Workflow) {
+			gs[0].Routes, gs[2].Routes = nil, nil
+			gs[0].Sweeps, gs[2].Sweeps = true, true
+			return gs, ws
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := stacks.NewLayout(edit(ok())); err == nil {
@@ -149,12 +187,37 @@ func TestNewLayoutRejects(t *testing.T) {
 	}
 }
 
+func TestSetEgress(t *testing.T) {
+	layout, err := stacks.NewLayout(anyCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := layout.SetEgress(map[string]string{"nobody": "calls"}); err == nil {
+		t.Error("an unknown group is accepted")
+	}
+	if err := layout.SetEgress(map[string]string{"edge": ""}); err == nil {
+		t.Error("a group without a reason is accepted")
+	}
+	product, err := stacks.CatalogLayout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range product.Groups {
+		if want := stacks.CatalogEgress()[g.Name]; g.Egress != want {
+			t.Errorf("%s: egress %q, want %q", g.Name, g.Egress, want)
+		}
+		if g.Store != (g.Host == "") {
+			t.Errorf("%s: store %v with host %q", g.Name, g.Store, g.Host)
+		}
+	}
+}
+
 func TestCheckFunctions(t *testing.T) {
 	layout, err := stacks.NewLayout(anyCatalog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := []string{"edge", "sink-2", "starter", "runner", "lonely"}
+	all := []string{"edge", "sink-2", "starter", "runner", "lonely", "tool"}
 	if err := stacks.CheckFunctions(all, layout); err != nil {
 		t.Error(err)
 	}
@@ -183,13 +246,25 @@ func TestNewRegionStackRejects(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := t.TempDir()
-	if err := fixtureCode(code, []string{"edge", "sink-2", "starter", "runner", "lonely"}); err != nil {
+	if err := fixtureCode(code, []string{"edge", "sink-2", "starter", "runner", "lonely", "tool"}); err != nil {
 		t.Fatal(err)
 	}
+	sites, err := stacks.SitesFromContext(func(string) any { return nil }, map[string]string{"us": "Bad", "eu": "Bad-EU"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := sites
+	other.US.StackID = "Other"
 	for name, props := range map[string]*stacks.RegionStackProps{
-		"no layout":       {RegionName: "us", CodeDir: code},
-		"bad region name": {RegionName: "ap", Layout: layout, CodeDir: code},
-		"missing zip":     {RegionName: "us", Layout: layout, CodeDir: t.TempDir()},
+		"no layout":             {RegionName: "us", Sites: sites, CodeDir: code},
+		"bad region name":       {RegionName: "ap", Sites: sites, Layout: layout, CodeDir: code},
+		"missing zip":           {RegionName: "us", Sites: sites, Layout: layout, CodeDir: t.TempDir()},
+		"no sites":              {RegionName: "us", Layout: layout, CodeDir: code},
+		"site of another stack": {RegionName: "us", Sites: other, Layout: layout, CodeDir: code},
+		"bad operator digest":   {RegionName: "us", Sites: sites, Layout: layout, CodeDir: code, OperatorTokenSHA256: "abc"},
+		"operator without sign-up route": {RegionName: "us", Sites: sites, Layout: layout, CodeDir: code,
+			OperatorTokenSHA256: strings.Repeat("a", 64)},
+		"UI folder missing": {RegionName: "us", Sites: sites, Layout: layout, CodeDir: code, UIAssetsDir: filepath.Join(code, "nope")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			a := awscdk.NewApp(nil)

@@ -285,6 +285,9 @@ func TestLocalStackHooksFollowTheLayout(t *testing.T) {
 		}
 		if (env.Variables["AGENTPLANE_KMS_KEY_ID"] != "") != g.Uses.Secrets ||
 			(env.Variables["AGENTPLANE_STATE_MACHINES"] != "") != (len(g.Uses.StartsWorkflows) > 0) ||
+			(env.Variables["AGENTPLANE_BUCKET"] != "") != g.Uses.Blobs ||
+			(env.Variables["AGENTPLANE_TABLE"] != "") != g.Store ||
+			(env.Variables["AGENTPLANE_MCP_ENDPOINT"] != "") != !g.Store ||
 			env.Variables["AGENTPLANE_MODE"] != "aws" || env.Variables["AGENTPLANE_QUEUE_URL"] != "" {
 			t.Errorf("%s: environment %v", name, env.Variables)
 		}
@@ -361,6 +364,19 @@ func TestSAMEnvironment(t *testing.T) {
 	}
 	if _, old := f.Parameters["AGENTPLANE_QUEUE_URL"]; old {
 		t.Error("sam-env.json still sets AGENTPLANE_QUEUE_URL")
+	}
+	// SAM cannot resolve CloudFormation values (references, joins, dynamic
+	// references): every such variable of the US template has a value here.
+	r := app(t)[0]
+	for _, g := range r.stack.Layout.Groups {
+		id := fnID(r, g.Name)
+		vars := r.resources("AWS::Lambda::Function")[id]["Environment"].(map[string]any)
+		for k, v := range vars["Variables"].(map[string]any) {
+			str, literal := v.(string)
+			if (!literal || strings.HasPrefix(str, "{{resolve:")) && f.Parameters[k] == "" {
+				t.Errorf("sam-env.json has no value for %s (function %s: %s)", k, id, flat(v))
+			}
+		}
 	}
 	readme, err := os.ReadFile("../../localstack/README.md")
 	if err != nil {

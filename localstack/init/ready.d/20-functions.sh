@@ -6,8 +6,10 @@
 # /opt/agentplane/cdk.out):
 #   - agentplane-<group>, with the group's timeout and the configuration of
 #     the stack: AGENTPLANE_TOPICS with exactly the topics it publishes (each
-#     to its consuming group's queue), the KMS key only when it handles
-#     secrets, the state machines only when it starts workflows;
+#     to its consuming group's queue), the bucket only when it uses blobs,
+#     the KMS key only when it handles secrets, the state machines only when
+#     it starts workflows; a group with its own host (the tool server) gets
+#     no data at all, only AGENTPLANE_MCP_ENDPOINT;
 #   - for each group that consumes topics, an event source mapping from its
 #     own queue (made by 10-agentplane.sh), batch 10, partial batch failures;
 #   - for each group that sweeps, an EventBridge rule every minute onto its
@@ -20,7 +22,9 @@
 # task of its runner's function (LocalStack's free image has no CodeBuild);
 # API Gateway is not created (call the functions with `awslocal lambda
 # invoke`, or use `sam local start-api`, see README.md); IAM is not
-# enforced, so the per-function policies are not exercised here.
+# enforced, so the per-function policies are not exercised here; there is no
+# VPC, NAT, load balancer, web ACL or CloudFront; the region is one (no
+# peer link, no forwarding of usage to another region).
 set -euo pipefail
 [[ ${AGENTPLANE_LOCALSTACK_FUNCTIONS:-0} == 1 ]] || exit 0
 
@@ -36,6 +40,10 @@ PREFIX=agentplane-
 ROLE_ARN=arn:aws:iam::$ACCOUNT:role/${PREFIX}lambda
 # The functions reach LocalStack by its container name on the compose network.
 ENDPOINT=${AGENTPLANE_LOCALSTACK_ENDPOINT:-http://agentplane-localstack:4566}
+# The platform API the tool server calls when a caller names none. The
+# hosted tool server refuses loopback and private addresses, so it must be
+# a public https URL (the stack's default is its region's API host).
+MCP_ENDPOINT=${AGENTPLANE_MCP_ENDPOINT:-https://api.us.example.com}
 
 log() { echo "agentplane-functions: $*"; }
 
@@ -54,19 +62,31 @@ done
 # One line per group: name, timeout, whether it consumes and sweeps, and
 # its environment as JSON (JSON, not the CLI's shorthand: some values are
 # JSON themselves).
-plan=$(python3 - "$LAYOUT" "$REGION" "$ACCOUNT" "$TABLE" "$BUCKET" "$ENDPOINT" "$PREFIX" <<'PY'
+plan=$(python3 - "$LAYOUT" "$REGION" "$ACCOUNT" "$TABLE" "$BUCKET" "$ENDPOINT" "$PREFIX" "$MCP_ENDPOINT" <<'PY'
 import json, sys
-path, region, account, table, bucket, endpoint, prefix = sys.argv[1:8]
+path, region, account, table, bucket, endpoint, prefix, mcp_endpoint = sys.argv[1:9]
 layout = json.load(open(path))
 queue = lambda group: "%s/%s/%s%s" % (endpoint, account, prefix, group)
 machine = lambda wf: "arn:aws:states:%s:%s:stateMachine:%s%s" % (region, account, prefix, wf)
 for g in layout["groups"]:
+    if not g["store"]:
+        # A group with its own host (the tool server) is a client of the
+        # platform API: no table, bucket, queue or key, as in the stack.
+        env = {
+            "AGENTPLANE_MODE": "aws", "AGENTPLANE_REGION_NAME": "us", "AGENTPLANE_LOG_LEVEL": "debug",
+            "AGENTPLANE_MCP_ENDPOINT": mcp_endpoint,
+        }
+        print(g["name"], g["timeoutSeconds"], int(bool(g["consumes"])), int(g["sweeps"]),
+              json.dumps({"Variables": env}, separators=(",", ":")))
+        continue
     env = {
         "AGENTPLANE_MODE": "aws", "AGENTPLANE_REGION_NAME": "us",
-        "AGENTPLANE_TABLE": table, "AGENTPLANE_BUCKET": bucket,
+        "AGENTPLANE_TABLE": table,
         "AGENTPLANE_BASE_URL": "http://localhost:4566", "AGENTPLANE_LOG_LEVEL": "debug",
         "AGENTPLANE_S3_PATH_STYLE": "true", "AWS_ENDPOINT_URL": endpoint,
     }
+    if g["blobs"]:
+        env["AGENTPLANE_BUCKET"] = bucket
     if g["topics"]:
         env["AGENTPLANE_TOPICS"] = json.dumps({t: queue(c) for t, c in sorted(g["topics"].items())})
     if g["secrets"]:
