@@ -24,7 +24,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"os/signal"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -37,7 +39,7 @@ func main() {
 	flag.IntVar(&o.conns, "c", 32, "concurrent connections")
 	flag.DurationVar(&o.duration, "d", 10*time.Second, "duration of each workload")
 	flag.IntVar(&o.deep, "deep", 10000, "checkpoints of the deep thread (history and copy)")
-	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run (default all)")
+	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run, each by the start of its name: create,get,state,search,history,copy (default all)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "benchpeer:", err)
@@ -69,7 +71,8 @@ func run(o options) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	ctx, cancel := context.WithCancel(context.Background())
+	// Interrupted, both servers stop too (deferred stops run).
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 
 	ap, stopAP, err := startAgentplane(ctx, o, work)
@@ -83,26 +86,38 @@ func run(o options) error {
 	}
 	defer stopRef()
 
+	var selected []workload
+	deep := false
+	for _, w := range workloads(o) {
+		if !chosen(o.only, w.name) {
+			continue
+		}
+		selected = append(selected, w)
+		deep = deep || strings.HasPrefix(w.name, "history") || strings.HasPrefix(w.name, "copy")
+	}
 	for _, t := range []*target{ap, ref} {
 		start := time.Now()
-		if err := seed(t, o.threads); err != nil {
+		if err := seed(ctx, t, o.threads); err != nil {
 			return fmt.Errorf("seed %s: %w", t.name, err)
 		}
 		fmt.Fprintf(os.Stderr, "seeded %d threads in %s in %s\n", o.threads, t.name, time.Since(start).Round(time.Millisecond))
+		if !deep {
+			continue // only the history and copy workloads need them
+		}
 		start = time.Now()
-		if t.shallow, err = deepThread(t, 10); err != nil {
+		if t.shallow, err = deepThread(ctx, t, 10); err != nil {
 			return err
 		}
-		if t.deepID, err = deepThread(t, o.deep); err != nil {
+		if t.deepID, err = deepThread(ctx, t, o.deep); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "%s: threads with 10 and %d checkpoints in %s\n", t.name, o.deep, time.Since(start).Round(time.Millisecond))
 	}
 
 	rows := []row{}
-	for _, w := range workloads(o) {
-		if o.only != "" && !strings.Contains(","+o.only+",", ","+w.name+",") {
-			continue
+	for _, w := range selected {
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 		r := row{name: w.name}
 		for i, t := range []*target{ap, ref} {
@@ -117,6 +132,20 @@ func run(o options) error {
 	}
 	printTable(os.Stdout, rows, o)
 	return nil
+}
+
+// chosen reports whether workload name is selected by only (comma-separated
+// name prefixes; empty selects all).
+func chosen(only, name string) bool {
+	if only == "" {
+		return true
+	}
+	for _, p := range strings.Split(only, ",") {
+		if p = strings.TrimSpace(p); p != "" && strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 type row struct {
@@ -140,38 +169,54 @@ func printTable(w io.Writer, rows []row, o options) {
 	tw.Flush()
 }
 
-// workload makes one request; it returns the status wanted.
+// workload makes one request; it returns the status wanted. Bodies are
+// encoded once, before the clock runs.
 type workload struct {
 	name string
-	req  func(t *target, rnd *rand.Rand) (method, path string, body any, want int)
+	req  func(t *target, rnd *rand.Rand) (method, path string, body []byte, want int)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func workloads(o options) []workload {
-	owner := func(rnd *rand.Rand) string { return fmt.Sprintf("user-%d", rnd.IntN(50)) }
+	const owners = 50
+	var creates, searches [owners][]byte
+	for i := range owners {
+		owner := fmt.Sprintf("user-%d", i)
+		creates[i] = mustJSON(map[string]any{"metadata": map[string]any{"graph_id": "agent", "owner": owner}})
+		searches[i] = mustJSON(map[string]any{"metadata": map[string]any{"owner": owner}, "limit": 10,
+			"sort_by": "created_at", "sort_order": "desc"})
+	}
+	history := mustJSON(map[string]any{"limit": 10})
 	return []workload{
-		{"create", func(t *target, rnd *rand.Rand) (string, string, any, int) {
-			return "POST", "/threads", map[string]any{"metadata": map[string]any{"graph_id": "agent", "owner": owner(rnd)}}, 200
+		{"create", func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
+			return "POST", "/threads", creates[rnd.IntN(owners)], 200
 		}},
-		{"get", func(t *target, rnd *rand.Rand) (string, string, any, int) {
+		{"get", func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
 			return "GET", "/threads/" + t.ids[rnd.IntN(len(t.ids))], nil, 200
 		}},
-		{"state", func(t *target, rnd *rand.Rand) (string, string, any, int) {
+		{"state", func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
 			return "GET", "/threads/" + t.ids[rnd.IntN(len(t.ids))] + "/state", nil, 200
 		}},
-		{"search (metadata, limit 10)", func(t *target, rnd *rand.Rand) (string, string, any, int) {
-			return "POST", "/threads/search", map[string]any{"metadata": map[string]any{"owner": owner(rnd)}, "limit": 10,
-				"sort_by": "created_at", "sort_order": "desc"}, 200
+		{"search (metadata, limit 10)", func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
+			return "POST", "/threads/search", searches[rnd.IntN(owners)], 200
 		}},
-		{"history at 10", func(t *target, rnd *rand.Rand) (string, string, any, int) {
-			return "POST", "/threads/" + t.shallow + "/history", map[string]any{"limit": 10}, 200
+		{"history at 10", func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
+			return "POST", "/threads/" + t.shallow + "/history", history, 200
 		}},
-		{fmt.Sprintf("history at %d", o.deep), func(t *target, rnd *rand.Rand) (string, string, any, int) {
-			return "POST", "/threads/" + t.deepID + "/history", map[string]any{"limit": 10}, 200
+		{fmt.Sprintf("history at %d", o.deep), func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
+			return "POST", "/threads/" + t.deepID + "/history", history, 200
 		}},
-		{"copy at 10", func(t *target, rnd *rand.Rand) (string, string, any, int) {
+		{"copy at 10", func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
 			return "POST", "/threads/" + t.shallow + "/copy", nil, 200
 		}},
-		{fmt.Sprintf("copy at %d", o.deep), func(t *target, rnd *rand.Rand) (string, string, any, int) {
+		{fmt.Sprintf("copy at %d", o.deep), func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
 			return "POST", "/threads/" + t.deepID + "/copy", nil, 200
 		}},
 	}
@@ -203,7 +248,7 @@ func drive(t *target, w workload, o options) (result, error) {
 			for time.Now().Before(deadline) {
 				method, path, body, want := w.req(t, rnd)
 				t0 := time.Now()
-				code, _, err := t.do(method, path, body)
+				code, err := t.status(method, path, body)
 				d := time.Since(t0)
 				if err != nil || code != want {
 					if errs.Add(1) == 1 {
@@ -256,8 +301,34 @@ func (t *target) do(method, path string, body any) (int, []byte, error) {
 	return resp.StatusCode, b, err
 }
 
+// status makes a request and reads the response to its end without
+// keeping it (the load generator shares the machine with the servers).
+func (t *target) status(method, path string, body []byte) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, t.base+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	for k, v := range t.header {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header["Content-Type"] = []string{"application/json"}
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, err
+}
+
 // seed creates n threads, each with a one-message state, 16 at a time.
-func seed(t *target, n int) error {
+func seed(ctx context.Context, t *target, n int) error {
 	ids := make([]string, n)
 	var next atomic.Int64
 	var firstErr atomic.Value
@@ -268,7 +339,7 @@ func seed(t *target, n int) error {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= n || firstErr.Load() != nil {
+				if i >= n || firstErr.Load() != nil || ctx.Err() != nil {
 					return
 				}
 				body := map[string]any{
@@ -299,12 +370,15 @@ func seed(t *target, n int) error {
 	if err, _ := firstErr.Load().(error); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	t.ids = ids
 	return nil
 }
 
 // deepThread makes a thread with n checkpoints (state updates).
-func deepThread(t *target, n int) (string, error) {
+func deepThread(ctx context.Context, t *target, n int) (string, error) {
 	code, b, err := t.do("POST", "/threads", map[string]any{"metadata": map[string]any{"graph_id": "agent"}})
 	if err != nil || code != 200 {
 		return "", fmt.Errorf("create: %d %v %s", code, err, b)
@@ -313,7 +387,7 @@ func deepThread(t *target, n int) (string, error) {
 		ThreadID string `json:"thread_id"`
 	}
 	_ = json.Unmarshal(b, &th)
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && ctx.Err() == nil; i++ {
 		code, b, err := t.do("POST", "/threads/"+th.ThreadID+"/state", map[string]any{
 			"values":  map[string]any{"messages": []any{map[string]any{"type": "human", "content": fmt.Sprintf("m%d", i)}}},
 			"as_node": "call_model"})
@@ -321,7 +395,7 @@ func deepThread(t *target, n int) (string, error) {
 			return "", fmt.Errorf("update %d: %d %v %.200s", i, code, err, b)
 		}
 	}
-	return th.ThreadID, nil
+	return th.ThreadID, ctx.Err()
 }
 
 func freePort() (int, error) {
