@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/agentplane/agentplane/shared/kernel/fault"
 	"sort"
 	"strconv"
@@ -573,6 +574,19 @@ func (s *Service) walkAll(ctx context.Context, dep string, f Filter, sortBy stri
 // only when it may be returned (need) or a values filter must look.
 func (s *Service) fromIndexItem(ctx context.Context, dep string, it store.Item, comp bool, f Filter, need bool, st *Stats) (*threadRecord, error) {
 	if !comp {
+		if len(f.Metadata) > 0 {
+			// Most rows of a filtered walk are rejected: look at their
+			// metadata alone first (the values are skipped, not built).
+			var h struct {
+				Metadata map[string]any `json:"metadata"`
+			}
+			if err := decodeJSON(it.Data, &h); err != nil {
+				return nil, fmt.Errorf("threads: corrupt thread: %w", err)
+			}
+			if !containsAll(h.Metadata, f.Metadata) {
+				return nil, nil
+			}
+		}
 		return decodeThread(it.Data)
 	}
 	var c companion
