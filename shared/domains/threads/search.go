@@ -575,8 +575,12 @@ func (s *Service) walkAll(ctx context.Context, dep string, f Filter, sortBy stri
 func (s *Service) fromIndexItem(ctx context.Context, dep string, it store.Item, comp bool, f Filter, need bool, st *Stats) (*threadRecord, error) {
 	if !comp {
 		if len(f.Metadata) > 0 {
-			// Most rows of a filtered walk are rejected: look at their
-			// metadata alone first (the values are skipped, not built).
+			// Most rows of a filtered walk are rejected: on their bytes
+			// when the filter allows (rawjson.go), else on their
+			// metadata alone (the values are skipped, not built).
+			if rawRejects(it.Data, f.Metadata) {
+				return nil, nil
+			}
 			var h struct {
 				Metadata map[string]any `json:"metadata"`
 			}
