@@ -39,8 +39,19 @@ func main() {
 	flag.IntVar(&o.conns, "c", 32, "concurrent connections")
 	flag.DurationVar(&o.duration, "d", 10*time.Second, "duration of each workload")
 	flag.IntVar(&o.deep, "deep", 10000, "checkpoints of the deep thread (history and copy)")
+	flag.StringVar(&o.gen, "gen", "", "load generator: wrk (Debian's wrk, when installed: the default) or go (in this process)")
 	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run, each by the start of its name: create,get,state,search,history,copy (default all)")
 	flag.Parse()
+	if o.gen == "" {
+		o.gen = "go"
+		if _, err := exec.LookPath("wrk"); err == nil {
+			o.gen = "wrk"
+		}
+	}
+	if o.gen != "wrk" && o.gen != "go" {
+		fmt.Fprintln(os.Stderr, "benchpeer: -gen is wrk or go")
+		os.Exit(2)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "benchpeer:", err)
 		os.Exit(1)
@@ -53,6 +64,7 @@ type options struct {
 	duration           time.Duration
 	deep               int
 	only               string
+	gen                string
 }
 
 // target is one server's thread API.
@@ -154,7 +166,7 @@ type row struct {
 }
 
 func printTable(w io.Writer, rows []row, o options) {
-	fmt.Fprintf(w, "\n%d threads in each server, %d connections, %s per workload, loopback\n\n", o.threads, o.conns, o.duration)
+	fmt.Fprintf(w, "\n%d threads in each server, %d connections, %s per workload, loopback, load generator %s\n\n", o.threads, o.conns, o.duration, o.gen)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "| workload\t| agentplane req/s\t| p50\t| reference req/s\t| p50\t| ratio |")
 	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|--- |")
@@ -169,11 +181,18 @@ func printTable(w io.Writer, rows []row, o options) {
 	tw.Flush()
 }
 
-// workload makes one request; it returns the status wanted. Bodies are
-// encoded once, before the clock runs.
+// spec is one request of a workload; every request of a workload
+// expects 200.
+type spec struct {
+	method, path string
+	body         []byte
+}
+
+// workload is a set of requests, drawn uniformly at random by both load
+// generators. Bodies are encoded once, before the clock runs.
 type workload struct {
 	name string
-	req  func(t *target, rnd *rand.Rand) (method, path string, body []byte, want int)
+	reqs func(t *target) []spec
 }
 
 func mustJSON(v any) []byte {
@@ -186,39 +205,38 @@ func mustJSON(v any) []byte {
 
 func workloads(o options) []workload {
 	const owners = 50
-	var creates, searches [owners][]byte
-	for i := range owners {
-		owner := fmt.Sprintf("user-%d", i)
-		creates[i] = mustJSON(map[string]any{"metadata": map[string]any{"graph_id": "agent", "owner": owner}})
-		searches[i] = mustJSON(map[string]any{"metadata": map[string]any{"owner": owner}, "limit": 10,
-			"sort_by": "created_at", "sort_order": "desc"})
+	perOwner := func(method, path string, body func(owner string) any) func(t *target) []spec {
+		return func(t *target) []spec {
+			out := make([]spec, owners)
+			for i := range out {
+				out[i] = spec{method, path, mustJSON(body(fmt.Sprintf("user-%d", i)))}
+			}
+			return out
+		}
+	}
+	perThread := func(suffix string) func(t *target) []spec {
+		return func(t *target) []spec {
+			out := make([]spec, len(t.ids))
+			for i, id := range t.ids {
+				out[i] = spec{"GET", "/threads/" + id + suffix, nil}
+			}
+			return out
+		}
 	}
 	history := mustJSON(map[string]any{"limit": 10})
 	return []workload{
-		{"create", func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
-			return "POST", "/threads", creates[rnd.IntN(owners)], 200
-		}},
-		{"get", func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
-			return "GET", "/threads/" + t.ids[rnd.IntN(len(t.ids))], nil, 200
-		}},
-		{"state", func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
-			return "GET", "/threads/" + t.ids[rnd.IntN(len(t.ids))] + "/state", nil, 200
-		}},
-		{"search (metadata, limit 10)", func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
-			return "POST", "/threads/search", searches[rnd.IntN(owners)], 200
-		}},
-		{"history at 10", func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
-			return "POST", "/threads/" + t.shallow + "/history", history, 200
-		}},
-		{fmt.Sprintf("history at %d", o.deep), func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
-			return "POST", "/threads/" + t.deepID + "/history", history, 200
-		}},
-		{"copy at 10", func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
-			return "POST", "/threads/" + t.shallow + "/copy", nil, 200
-		}},
-		{fmt.Sprintf("copy at %d", o.deep), func(t *target, rnd *rand.Rand) (string, string, []byte, int) {
-			return "POST", "/threads/" + t.deepID + "/copy", nil, 200
-		}},
+		{"create", perOwner("POST", "/threads", func(owner string) any {
+			return map[string]any{"metadata": map[string]any{"graph_id": "agent", "owner": owner}}
+		})},
+		{"get", perThread("")},
+		{"state", perThread("/state")},
+		{"search (metadata, limit 10)", perOwner("POST", "/threads/search", func(owner string) any {
+			return map[string]any{"metadata": map[string]any{"owner": owner}, "limit": 10, "sort_by": "created_at", "sort_order": "desc"}
+		})},
+		{"history at 10", func(t *target) []spec { return []spec{{"POST", "/threads/" + t.shallow + "/history", history}} }},
+		{fmt.Sprintf("history at %d", o.deep), func(t *target) []spec { return []spec{{"POST", "/threads/" + t.deepID + "/history", history}} }},
+		{"copy at 10", func(t *target) []spec { return []spec{{"POST", "/threads/" + t.shallow + "/copy", nil}} }},
+		{fmt.Sprintf("copy at %d", o.deep), func(t *target) []spec { return []spec{{"POST", "/threads/" + t.deepID + "/copy", nil}} }},
 	}
 }
 
@@ -237,6 +255,10 @@ func drive(t *target, w workload, o options) (result, error) {
 		errs    atomic.Int64
 		firstEr atomic.Value
 	)
+	reqs := w.reqs(t)
+	if o.gen == "wrk" {
+		return driveWrk(t, reqs, o)
+	}
 	deadline := time.Now().Add(o.duration)
 	start := time.Now()
 	for i := 0; i < o.conns; i++ {
@@ -246,13 +268,13 @@ func drive(t *target, w workload, o options) (result, error) {
 			rnd := rand.New(rand.NewPCG(seed, 7))
 			var mine []time.Duration
 			for time.Now().Before(deadline) {
-				method, path, body, want := w.req(t, rnd)
+				r := reqs[rnd.IntN(len(reqs))]
 				t0 := time.Now()
-				code, err := t.status(method, path, body)
+				code, err := t.status(r.method, r.path, r.body)
 				d := time.Since(t0)
-				if err != nil || code != want {
+				if err != nil || code != http.StatusOK {
 					if errs.Add(1) == 1 {
-						firstEr.Store(fmt.Sprintf("%s %s: %d %v", method, path, code, err))
+						firstEr.Store(fmt.Sprintf("%s %s: %d %v", r.method, r.path, code, err))
 					}
 					continue
 				}
