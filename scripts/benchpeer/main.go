@@ -20,11 +20,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
@@ -37,8 +39,20 @@ func main() {
 	flag.IntVar(&o.conns, "c", 32, "concurrent connections")
 	flag.DurationVar(&o.duration, "d", 10*time.Second, "duration of each workload")
 	flag.IntVar(&o.deep, "deep", 10000, "checkpoints of the deep thread (history and copy)")
-	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run (default all)")
+	flag.StringVar(&o.gen, "gen", "", "load generator: wrk (Debian's wrk, when installed: the default) or go (in this process)")
+	flag.IntVar(&o.rounds, "rounds", 1, "times each workload is measured on the seeded servers (a table per round)")
+	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run, each by the start of its name: create,get,state,search,history,copy (default all)")
 	flag.Parse()
+	if o.gen == "" {
+		o.gen = "go"
+		if _, err := exec.LookPath("wrk"); err == nil {
+			o.gen = "wrk"
+		}
+	}
+	if o.gen != "wrk" && o.gen != "go" {
+		fmt.Fprintln(os.Stderr, "benchpeer: -gen is wrk or go")
+		os.Exit(2)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "benchpeer:", err)
 		os.Exit(1)
@@ -51,6 +65,8 @@ type options struct {
 	duration           time.Duration
 	deep               int
 	only               string
+	gen                string
+	rounds             int
 }
 
 // target is one server's thread API.
@@ -69,7 +85,8 @@ func run(o options) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	ctx, cancel := context.WithCancel(context.Background())
+	// Interrupted, both servers stop too (deferred stops run).
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 
 	ap, stopAP, err := startAgentplane(ctx, o, work)
@@ -83,40 +100,92 @@ func run(o options) error {
 	}
 	defer stopRef()
 
+	var selected []workload
+	deep := false
+	for _, w := range workloads(o) {
+		if !chosen(o.only, w.name) {
+			continue
+		}
+		selected = append(selected, w)
+		deep = deep || strings.HasPrefix(w.name, "history") || strings.HasPrefix(w.name, "copy")
+	}
 	for _, t := range []*target{ap, ref} {
 		start := time.Now()
-		if err := seed(t, o.threads); err != nil {
+		if err := seed(ctx, t, o.threads); err != nil {
 			return fmt.Errorf("seed %s: %w", t.name, err)
 		}
 		fmt.Fprintf(os.Stderr, "seeded %d threads in %s in %s\n", o.threads, t.name, time.Since(start).Round(time.Millisecond))
+		if !deep {
+			continue // only the history and copy workloads need them
+		}
 		start = time.Now()
-		if t.shallow, err = deepThread(t, 10); err != nil {
+		if t.shallow, err = deepThread(ctx, t, 10); err != nil {
 			return err
 		}
-		if t.deepID, err = deepThread(t, o.deep); err != nil {
+		if t.deepID, err = deepThread(ctx, t, o.deep); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "%s: threads with 10 and %d checkpoints in %s\n", t.name, o.deep, time.Since(start).Round(time.Millisecond))
 	}
 
-	rows := []row{}
-	for _, w := range workloads(o) {
-		if o.only != "" && !strings.Contains(","+o.only+",", ","+w.name+",") {
-			continue
-		}
-		r := row{name: w.name}
-		for i, t := range []*target{ap, ref} {
-			res, err := drive(t, w, o)
-			if err != nil {
-				return fmt.Errorf("%s on %s: %w", w.name, t.name, err)
+	for round := 1; round <= max(o.rounds, 1); round++ {
+		rows := []row{}
+		for _, w := range selected {
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			r.res[i] = res
-			fmt.Fprintf(os.Stderr, "%-28s %-10s %9.0f req/s  p50 %8s  p99 %8s  errors %d\n", w.name, t.name, res.rps, res.p50, res.p99, res.errors)
+			r := row{name: w.name}
+			for i, t := range []*target{ap, ref} {
+				if d := settle(ctx, t); d > time.Second {
+					fmt.Fprintf(os.Stderr, "%s answered promptly again after %s\n", t.name, d.Round(time.Second))
+				}
+				res, err := drive(t, w, o)
+				if err != nil {
+					return fmt.Errorf("%s on %s: %w", w.name, t.name, err)
+				}
+				r.res[i] = res
+				fmt.Fprintf(os.Stderr, "%-28s %-10s %9.0f req/s  p50 %8s  p99 %8s  errors %d\n", w.name, t.name, res.rps, res.p50, res.p99, res.errors)
+			}
+			rows = append(rows, r)
 		}
-		rows = append(rows, r)
+		if o.rounds > 1 {
+			fmt.Printf("\nround %d of %d", round, o.rounds)
+		}
+		printTable(os.Stdout, rows, o)
 	}
-	printTable(os.Stdout, rows, o)
 	return nil
+}
+
+// settle waits (up to 10 minutes) until t answers a read within half a
+// second, and returns how long that took. After a burst of writes the
+// reference server flushes its in-memory store to disk, which at tens of
+// thousands of threads blocks it for many seconds; a workload measured
+// then would time out entirely rather than measure its throughput.
+func settle(ctx context.Context, t *target) time.Duration {
+	start := time.Now()
+	for time.Since(start) < 10*time.Minute && ctx.Err() == nil {
+		t0 := time.Now()
+		code, _, err := t.do("GET", "/threads/"+t.ids[0], nil)
+		if err == nil && code == http.StatusOK && time.Since(t0) < 500*time.Millisecond {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	return time.Since(start)
+}
+
+// chosen reports whether workload name is selected by only (comma-separated
+// name prefixes; empty selects all).
+func chosen(only, name string) bool {
+	if only == "" {
+		return true
+	}
+	for _, p := range strings.Split(only, ",") {
+		if p = strings.TrimSpace(p); p != "" && strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 type row struct {
@@ -125,7 +194,7 @@ type row struct {
 }
 
 func printTable(w io.Writer, rows []row, o options) {
-	fmt.Fprintf(w, "\n%d threads in each server, %d connections, %s per workload, loopback\n\n", o.threads, o.conns, o.duration)
+	fmt.Fprintf(w, "\n%d threads in each server, %d connections, %s per workload, loopback, load generator %s\n\n", o.threads, o.conns, o.duration, o.gen)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "| workload\t| agentplane req/s\t| p50\t| reference req/s\t| p50\t| ratio |")
 	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|--- |")
@@ -140,40 +209,62 @@ func printTable(w io.Writer, rows []row, o options) {
 	tw.Flush()
 }
 
-// workload makes one request; it returns the status wanted.
+// spec is one request of a workload; every request of a workload
+// expects 200.
+type spec struct {
+	method, path string
+	body         []byte
+}
+
+// workload is a set of requests, drawn uniformly at random by both load
+// generators. Bodies are encoded once, before the clock runs.
 type workload struct {
 	name string
-	req  func(t *target, rnd *rand.Rand) (method, path string, body any, want int)
+	reqs func(t *target) []spec
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func workloads(o options) []workload {
-	owner := func(rnd *rand.Rand) string { return fmt.Sprintf("user-%d", rnd.IntN(50)) }
+	const owners = 50
+	perOwner := func(method, path string, body func(owner string) any) func(t *target) []spec {
+		return func(t *target) []spec {
+			out := make([]spec, owners)
+			for i := range out {
+				out[i] = spec{method, path, mustJSON(body(fmt.Sprintf("user-%d", i)))}
+			}
+			return out
+		}
+	}
+	perThread := func(suffix string) func(t *target) []spec {
+		return func(t *target) []spec {
+			out := make([]spec, len(t.ids))
+			for i, id := range t.ids {
+				out[i] = spec{"GET", "/threads/" + id + suffix, nil}
+			}
+			return out
+		}
+	}
+	history := mustJSON(map[string]any{"limit": 10})
 	return []workload{
-		{"create", func(t *target, rnd *rand.Rand) (string, string, any, int) {
-			return "POST", "/threads", map[string]any{"metadata": map[string]any{"graph_id": "agent", "owner": owner(rnd)}}, 200
-		}},
-		{"get", func(t *target, rnd *rand.Rand) (string, string, any, int) {
-			return "GET", "/threads/" + t.ids[rnd.IntN(len(t.ids))], nil, 200
-		}},
-		{"state", func(t *target, rnd *rand.Rand) (string, string, any, int) {
-			return "GET", "/threads/" + t.ids[rnd.IntN(len(t.ids))] + "/state", nil, 200
-		}},
-		{"search (metadata, limit 10)", func(t *target, rnd *rand.Rand) (string, string, any, int) {
-			return "POST", "/threads/search", map[string]any{"metadata": map[string]any{"owner": owner(rnd)}, "limit": 10,
-				"sort_by": "created_at", "sort_order": "desc"}, 200
-		}},
-		{"history at 10", func(t *target, rnd *rand.Rand) (string, string, any, int) {
-			return "POST", "/threads/" + t.shallow + "/history", map[string]any{"limit": 10}, 200
-		}},
-		{fmt.Sprintf("history at %d", o.deep), func(t *target, rnd *rand.Rand) (string, string, any, int) {
-			return "POST", "/threads/" + t.deepID + "/history", map[string]any{"limit": 10}, 200
-		}},
-		{"copy at 10", func(t *target, rnd *rand.Rand) (string, string, any, int) {
-			return "POST", "/threads/" + t.shallow + "/copy", nil, 200
-		}},
-		{fmt.Sprintf("copy at %d", o.deep), func(t *target, rnd *rand.Rand) (string, string, any, int) {
-			return "POST", "/threads/" + t.deepID + "/copy", nil, 200
-		}},
+		{"create", perOwner("POST", "/threads", func(owner string) any {
+			return map[string]any{"metadata": map[string]any{"graph_id": "agent", "owner": owner}}
+		})},
+		{"get", perThread("")},
+		{"state", perThread("/state")},
+		{"search (metadata, limit 10)", perOwner("POST", "/threads/search", func(owner string) any {
+			return map[string]any{"metadata": map[string]any{"owner": owner}, "limit": 10, "sort_by": "created_at", "sort_order": "desc"}
+		})},
+		{"history at 10", func(t *target) []spec { return []spec{{"POST", "/threads/" + t.shallow + "/history", history}} }},
+		{fmt.Sprintf("history at %d", o.deep), func(t *target) []spec { return []spec{{"POST", "/threads/" + t.deepID + "/history", history}} }},
+		{"copy at 10", func(t *target) []spec { return []spec{{"POST", "/threads/" + t.shallow + "/copy", nil}} }},
+		{fmt.Sprintf("copy at %d", o.deep), func(t *target) []spec { return []spec{{"POST", "/threads/" + t.deepID + "/copy", nil}} }},
 	}
 }
 
@@ -192,6 +283,10 @@ func drive(t *target, w workload, o options) (result, error) {
 		errs    atomic.Int64
 		firstEr atomic.Value
 	)
+	reqs := w.reqs(t)
+	if o.gen == "wrk" {
+		return driveWrk(t, reqs, o)
+	}
 	deadline := time.Now().Add(o.duration)
 	start := time.Now()
 	for i := 0; i < o.conns; i++ {
@@ -201,13 +296,13 @@ func drive(t *target, w workload, o options) (result, error) {
 			rnd := rand.New(rand.NewPCG(seed, 7))
 			var mine []time.Duration
 			for time.Now().Before(deadline) {
-				method, path, body, want := w.req(t, rnd)
+				r := reqs[rnd.IntN(len(reqs))]
 				t0 := time.Now()
-				code, _, err := t.do(method, path, body)
+				code, err := t.status(r.method, r.path, r.body)
 				d := time.Since(t0)
-				if err != nil || code != want {
+				if err != nil || code != http.StatusOK {
 					if errs.Add(1) == 1 {
-						firstEr.Store(fmt.Sprintf("%s %s: %d %v", method, path, code, err))
+						firstEr.Store(fmt.Sprintf("%s %s: %d %v", r.method, r.path, code, err))
 					}
 					continue
 				}
@@ -256,8 +351,34 @@ func (t *target) do(method, path string, body any) (int, []byte, error) {
 	return resp.StatusCode, b, err
 }
 
+// status makes a request and reads the response to its end without
+// keeping it (the load generator shares the machine with the servers).
+func (t *target) status(method, path string, body []byte) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, t.base+path, rd)
+	if err != nil {
+		return 0, err
+	}
+	for k, v := range t.header {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header["Content-Type"] = []string{"application/json"}
+	}
+	resp, err := t.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, err
+}
+
 // seed creates n threads, each with a one-message state, 16 at a time.
-func seed(t *target, n int) error {
+func seed(ctx context.Context, t *target, n int) error {
 	ids := make([]string, n)
 	var next atomic.Int64
 	var firstErr atomic.Value
@@ -268,7 +389,7 @@ func seed(t *target, n int) error {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= n || firstErr.Load() != nil {
+				if i >= n || firstErr.Load() != nil || ctx.Err() != nil {
 					return
 				}
 				body := map[string]any{
@@ -299,12 +420,15 @@ func seed(t *target, n int) error {
 	if err, _ := firstErr.Load().(error); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	t.ids = ids
 	return nil
 }
 
 // deepThread makes a thread with n checkpoints (state updates).
-func deepThread(t *target, n int) (string, error) {
+func deepThread(ctx context.Context, t *target, n int) (string, error) {
 	code, b, err := t.do("POST", "/threads", map[string]any{"metadata": map[string]any{"graph_id": "agent"}})
 	if err != nil || code != 200 {
 		return "", fmt.Errorf("create: %d %v %s", code, err, b)
@@ -313,7 +437,7 @@ func deepThread(t *target, n int) (string, error) {
 		ThreadID string `json:"thread_id"`
 	}
 	_ = json.Unmarshal(b, &th)
-	for i := 0; i < n; i++ {
+	for i := 0; i < n && ctx.Err() == nil; i++ {
 		code, b, err := t.do("POST", "/threads/"+th.ThreadID+"/state", map[string]any{
 			"values":  map[string]any{"messages": []any{map[string]any{"type": "human", "content": fmt.Sprintf("m%d", i)}}},
 			"as_node": "call_model"})
@@ -321,7 +445,7 @@ func deepThread(t *target, n int) (string, error) {
 			return "", fmt.Errorf("update %d: %d %v %.200s", i, code, err, b)
 		}
 	}
-	return th.ThreadID, nil
+	return th.ThreadID, ctx.Err()
 }
 
 func freePort() (int, error) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/agentplane/agentplane/shared/domains/ratelimits"
 	"github.com/agentplane/agentplane/shared/domains/regions"
@@ -81,6 +82,15 @@ type Config struct {
 	BillingQueueURL    string
 	BillingQueueRegion string
 
+	// CacheTTL bounds how long a process serves an authenticated API key
+	// or a deployment's thread target from memory
+	// (AGENTPLANE_CACHE_TTL, a Go duration, default 5s; 0 there turns
+	// the caches off). Zero here means DefaultCacheTTL and a negative
+	// value off: read it with CacheFor. In one process a revoked key or a
+	// changed deployment is dropped from the caches at once; other
+	// processes (Lambdas) see it within this time.
+	CacheTTL time.Duration
+
 	// RateLimits is the interface's rate-limit table's configuration:
 	// always on in AWS, AGENTPLANE_RATE_LIMITS=on locally.
 	RateLimits ratelimits.Config
@@ -127,6 +137,12 @@ func ConfigFromEnv() (Config, error) {
 	}
 	if c.S3PathStyle, err = envBool("AGENTPLANE_S3_PATH_STYLE", false); err != nil {
 		return c, err
+	}
+	if c.CacheTTL, err = envDuration("AGENTPLANE_CACHE_TTL", DefaultCacheTTL); err != nil {
+		return c, err
+	}
+	if c.CacheTTL == 0 {
+		c.CacheTTL = -1 // "0" turns the caches off
 	}
 	if raw := os.Getenv("AGENTPLANE_TOPICS"); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &c.Topics); err != nil {
@@ -236,4 +252,30 @@ func envBool(name string, def bool) (bool, error) {
 		return false, fmt.Errorf("%s must be true or false, not %q", name, v)
 	}
 	return b, nil
+}
+
+// DefaultCacheTTL is Config.CacheTTL when AGENTPLANE_CACHE_TTL is unset.
+const DefaultCacheTTL = 5 * time.Second
+
+// CacheFor is the effective cache TTL: 0 when the caches are off.
+func (c Config) CacheFor() time.Duration {
+	switch {
+	case c.CacheTTL < 0:
+		return 0
+	case c.CacheTTL == 0:
+		return DefaultCacheTTL
+	}
+	return c.CacheTTL
+}
+
+func envDuration(name string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s must be a duration such as 5s (0 turns the caches off), not %q", name, v)
+	}
+	return d, nil
 }

@@ -52,6 +52,9 @@ type Platform struct {
 	// group that starts workflows opens Step Functions itself
 	// (OpenStepFunctions), so other functions do not link that client.
 	Workflows workflow.Starter
+	// Changes tells the caches of this process's modules which records
+	// their writers changed (in-process invalidation).
+	Changes *Changes
 
 	local   *localQueue
 	starter *lazyStarter
@@ -73,7 +76,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Platform, error) 
 	if log == nil {
 		log = NewLogger(cfg)
 	}
-	p := &Platform{Config: cfg, Log: log}
+	p := &Platform{Config: cfg, Log: log, Changes: &Changes{}}
 	var err error
 	switch cfg.Mode {
 	case ModeLocal:
@@ -88,6 +91,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Platform, error) 
 		return nil, err
 	}
 	p.Identity = identity.New(p.Store)
+	p.Identity.SetKeyCacheTTL(cfg.CacheFor())
 	if err := p.openRegion(); err != nil {
 		p.Close()
 		return nil, err

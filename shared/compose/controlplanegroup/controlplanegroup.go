@@ -58,6 +58,7 @@ func NewService(ctx context.Context, p *compose.Platform) (*deployments.Service,
 		ExternalContainer: local || c.SelfHosted,
 		Listeners:         local || c.SelfHosted,
 		Logger:            p.Log,
+		Changes:           p.Changes,
 	})
 }
 

@@ -3,6 +3,7 @@ package local_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,8 +14,16 @@ import (
 	"time"
 
 	"github.com/agentplane/agentplane/shared/compose"
-	"github.com/agentplane/agentplane/shared/compose/local"
+	"github.com/agentplane/agentplane/shared/compose/catalog"
 	"github.com/agentplane/agentplane/shared/domains/builds/gittest"
+	"github.com/agentplane/agentplane/shared/domains/identity"
+	"github.com/agentplane/agentplane/shared/kernel/store"
+	"github.com/agentplane/agentplane/shared/kernel/store/dynamostore"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/logging"
+	minidyn "github.com/truora/minidyn/server"
 )
 
 // deployed is a running local process with one DEPLOYED deployment and
@@ -27,12 +36,28 @@ type deployed struct {
 	thread string
 }
 
-func deploy(b *testing.B) deployed {
+func deploy(b *testing.B) deployed { return deployOn(b, nil) }
+
+// deployOn is deploy with the platform's store replaced by st (nil: the
+// local bbolt store).
+func deployOn(b *testing.B, st store.Store) deployed {
 	b.Helper()
 	cfg := compose.Config{Mode: compose.ModeLocal, DataDir: b.TempDir(), Addr: "127.0.0.1:0", Region: "us",
 		BootstrapAPIKey: adminKey, AllowLocalRepos: true, SelfHostedJITEnabled: true, LogLevel: "info"}
-	pr, err := local.New(context.Background(), cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	ctx := context.Background()
+	p, err := compose.Open(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
+		b.Fatal(err)
+	}
+	if st != nil {
+		// Every module over DynamoDB; the local queue stays in bbolt.
+		p.Store = st
+		p.Identity = identity.New(st)
+		p.Identity.SetKeyCacheTTL(cfg.CacheFor())
+	}
+	pr, err := compose.Build(ctx, p, catalog.Groups()...)
+	if err != nil {
+		p.Close()
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -120,4 +145,90 @@ func BenchmarkThreadState(b *testing.B) {
 func BenchmarkThreadCreate(b *testing.B) {
 	d := deploy(b)
 	benchRequest(b, d.h, "POST", "/deployments/"+d.dep+"/threads", `{"metadata":{"graph_id":"agent"}}`)
+}
+
+// The same reads over loopback HTTP (server and client in this process):
+// what a load generator sees, connection handling and parsing included.
+func BenchmarkThreadGetHTTP(b *testing.B) {
+	d := deploy(b)
+	srv := httptest.NewServer(d.h)
+	defer srv.Close()
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	defer tr.CloseIdleConnections()
+	cl := &http.Client{Transport: tr}
+	url := srv.URL + "/deployments/" + d.dep + "/threads/" + d.thread
+	b.ReportAllocs()
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("GET", url, nil)
+			req.Header.Set("X-Api-Key", adminKey)
+			resp, err := cl.Do(req)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Errorf("%d", resp.StatusCode)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkDynamoDBCapacity runs the whole request path over DynamoDB
+// (minidyn in this process; it reports no consumed capacity, so the
+// store charges DynamoDB's published rules on the item sizes) and
+// reports per request the DynamoDB calls and the read and write capacity
+// units: a thread GET is one GetItem of the thread, authorization and the
+// deployment coming from the caches.
+func BenchmarkDynamoDBCapacity(b *testing.B) {
+	srv := httptest.NewServer(minidyn.NewServer())
+	defer srv.Close()
+	c := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), Logger: logging.Nop{},
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	if err := dynamostore.CreateTable(context.Background(), c, "capacity"); err != nil {
+		b.Fatal(err)
+	}
+	dyn := dynamostore.New(c, "capacity")
+	d := deployOn(b, dyn)
+	base := "/deployments/" + d.dep + "/threads"
+	// Search runs over 600 threads of bench-peer's shape: 50 owners (minidyn slows down as its table grows).
+	for i := 0; i < 600; i++ {
+		call(b, d.h, "POST", base, fmt.Sprintf(`{"metadata":{"graph_id":"agent","owner":"user-%d"},"supersteps":[`+
+			`{"updates":[{"values":{},"as_node":"__input__"}]},`+
+			`{"updates":[{"values":{"messages":[{"type":"human","content":"hello %d"}]},"as_node":"__start__"}]}]}`, i%50, i), 200, nil)
+	}
+	for _, w := range []struct{ name, method, path, body string }{
+		{"get", "GET", base + "/" + d.thread, ""},
+		{"state", "GET", base + "/" + d.thread + "/state", ""},
+		{"create", "POST", base, `{"metadata":{"graph_id":"agent","owner":"user-1"}}`},
+		{"create_supersteps", "POST", base, `{"metadata":{"graph_id":"agent","owner":"user-1"},"supersteps":[` +
+			`{"updates":[{"values":{},"as_node":"__input__"}]},` +
+			`{"updates":[{"values":{"messages":[{"type":"human","content":"hi"}]},"as_node":"__start__"}]}]}`},
+		{"search_metadata", "POST", base + "/search", `{"metadata":{"owner":"user-7"},"limit":10,"sort_by":"created_at","sort_order":"desc"}`},
+		{"search_default", "POST", base + "/search", `{"limit":10}`},
+		{"count", "POST", base + "/count", `{}`},
+	} {
+		b.Run(w.name, func(b *testing.B) {
+			call(b, d.h, w.method, w.path, w.body, 200, nil) // warm the caches
+			before := dyn.Capacity()
+			n := 0
+			for b.Loop() {
+				call(b, d.h, w.method, w.path, w.body, 200, nil)
+				n++
+			}
+			u := dyn.Capacity().Sub(before)
+			per := func(v float64) float64 { return v / float64(n) }
+			b.ReportMetric(per(u.ReadUnits), "RCU/op")
+			b.ReportMetric(per(u.WriteUnits), "WCU/op")
+			b.ReportMetric(per(float64(u.Calls())), "calls/op")
+			b.ReportMetric(per(float64(u.GetItem)), "GetItem/op")
+			b.ReportMetric(per(float64(u.Query)), "Query/op")
+			b.ReportMetric(per(float64(u.TransactWriteItems)), "Tx/op")
+		})
+	}
 }

@@ -28,7 +28,12 @@ var Group = compose.Group{
 		if err != nil {
 			return nil, err
 		}
-		h := threads.NewHandler(svc, targets{deployments.NewTargets(p.Store)}, p.Identity)
+		// Every thread request resolves its deployment: served targets
+		// are cached, dropped at once when this process's control plane
+		// writes the deployment (local server), within the TTL otherwise.
+		tg := deployments.NewCachedTargets(p.Store, p.Config.CacheFor())
+		p.Changes.OnDeployment(tg.Invalidate)
+		h := threads.NewHandler(svc, targets{tg}, p.Identity)
 		return &compose.Module{
 			Mount: func(mux *web.Mux, e api.Edge) { api.Mount(mux, threads.Routes, h, e) },
 			Consumers: map[string]compose.Consumer{

@@ -121,7 +121,7 @@ func (s *Service) commitRevision(ctx context.Context, d *deployment, v int64, r 
 	if sup != nil {
 		ops = append(ops, *sup)
 	}
-	return s.st.Transact(ctx, ops)
+	return s.changed(d.ID, s.st.Transact(ctx, ops))
 }
 
 // enqueueBuild sends a revision to the build queue. A failure is logged,
@@ -446,7 +446,7 @@ func (s *Service) Patch(ctx context.Context, ws, id string, req DeploymentReques
 			return fault.Invalid(l, "build_on_push cannot be true while repo_ref is a tag (refs/tags/...): tags do not move", "value_error")
 		}
 		if !makesRevision {
-			if _, err := s.st.Put(ctx, s.depItem(d), store.HasVersion(v)); err != nil {
+			if _, err := s.st.Put(ctx, s.depItem(d), store.HasVersion(v)); s.changed(d.ID, err) != nil {
 				return err
 			}
 			out = d
@@ -555,7 +555,7 @@ func (s *Service) Delete(ctx context.Context, ws, id string, deleteTracingProjec
 		if sup != nil {
 			ops = append(ops, *sup)
 		}
-		return s.st.Transact(ctx, ops)
+		return s.changed(d.ID, s.st.Transact(ctx, ops))
 	})
 	if err != nil {
 		return apiError(err)

@@ -160,10 +160,10 @@ func (s *Service) Advance(ctx context.Context, depID, revID string, pr Progress)
 		}
 		d.Current.RepoRef, d.Current.RepoCommitSHA = r.Config.RepoRef, r.Config.RepoCommitSHA
 		d.UpdatedAt = now
-		return s.st.Transact(ctx, []store.TxOp{
+		return s.changed(d.ID, s.st.Transact(ctx, []store.TxOp{
 			{Kind: store.OpPut, Item: revItem(r), Cond: store.HasVersion(rv)},
 			{Kind: store.OpPut, Item: s.depItem(d), Cond: store.HasVersion(dv)},
-		})
+		}))
 	})
 }
 
@@ -187,10 +187,10 @@ func (s *Service) MarkDeployed(ctx context.Context, depID, revID string) error {
 			d.Status = StatusReady
 		}
 		d.UpdatedAt = now
-		return s.st.Transact(ctx, []store.TxOp{
+		return s.changed(d.ID, s.st.Transact(ctx, []store.TxOp{
 			{Kind: store.OpPut, Item: revItem(r), Cond: store.HasVersion(rv)},
 			{Kind: store.OpPut, Item: s.depItem(d), Cond: store.HasVersion(dv)},
-		})
+		}))
 	})
 }
 
@@ -225,7 +225,7 @@ func (s *Service) MarkFailed(ctx context.Context, depID, revID string, status Re
 			d.Status, d.UpdatedAt = StatusUnused, now
 			ops = append(ops, store.TxOp{Kind: store.OpPut, Item: s.depItem(d), Cond: store.HasVersion(dv)})
 		}
-		return s.st.Transact(ctx, ops)
+		return s.changed(depID, s.st.Transact(ctx, ops))
 	})
 }
 

@@ -54,7 +54,7 @@ func (s *Service) Purge(ctx context.Context, id string) error {
 		}
 		q.Cursor = page.Next
 	}
-	if err := s.st.Delete(ctx, depKey(id), store.Condition{}); err != nil {
+	if err := s.changed(id, s.st.Delete(ctx, depKey(id), store.Condition{})); err != nil {
 		return err
 	}
 	s.log.Info("deployments: deployment purged", slog.String("deployment_id", id))

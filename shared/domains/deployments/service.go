@@ -100,6 +100,8 @@ type Options struct {
 	// Listeners allows registering listeners (self-hosted and local).
 	Listeners bool
 	Logger    *slog.Logger
+	// Changes, when set, hears of each deployment write (threads.go).
+	Changes Notifier
 	// StaleAfter: an unfinished revision without progress for this long is
 	// ended INTERRUPTED by Sweep (default 1h).
 	StaleAfter time.Duration

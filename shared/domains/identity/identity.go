@@ -117,15 +117,16 @@ func principalOf(k APIKey) Principal {
 
 // Service stores and checks identities.
 type Service struct {
-	st  store.Store
-	now func() time.Time
+	st    store.Store
+	now   func() time.Time
+	cache *caches // cache.go
 	// res is the region rule (regions.go); zero: region-unaware.
 	res residency
 }
 
 // New returns a Service over st.
 func New(st store.Store) *Service {
-	return &Service{st: st, now: func() time.Time { return time.Now().UTC() }}
+	return &Service{st: st, now: func() time.Time { return time.Now().UTC() }, cache: newCaches()}
 }
 
 // Key layout in the single table.
@@ -324,6 +325,9 @@ func (s *Service) CreateWorkspace(ctx context.Context, orgID, displayName string
 
 // Workspace returns the workspace with that id.
 func (s *Service) Workspace(ctx context.Context, id string) (Workspace, error) {
+	if w, ok := s.cache.workspace(id); ok {
+		return w, nil
+	}
 	it, err := s.st.Get(ctx, wsLookupKey(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return Workspace{}, ErrNotFound
@@ -332,7 +336,11 @@ func (s *Service) Workspace(ctx context.Context, id string) (Workspace, error) {
 		return Workspace{}, err
 	}
 	var w Workspace
-	return w, json.Unmarshal(it.Data, &w)
+	if err := json.Unmarshal(it.Data, &w); err != nil {
+		return Workspace{}, err
+	}
+	s.cache.storeWorkspace(w)
+	return w, nil
 }
 
 // Workspaces lists an organization's workspaces.
@@ -479,6 +487,7 @@ func (s *Service) RevokeAPIKey(ctx context.Context, orgID, keyID string) error {
 		{Kind: store.OpPut, Item: store.Item{Key: revokedKey(sk.Hash), Data: mustJSON(map[string]any{
 			"key_id": keyID, "organization_id": orgID, "revoked_at": s.now()})}},
 	})
+	s.cache.revoked(sk.Hash)
 	var tce *store.TxConditionError
 	if errors.As(err, &tce) && tce.Index == 0 {
 		return ErrNotFound // revoked concurrently
@@ -491,7 +500,12 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, erro
 	if raw == "" || len(raw) > 256 {
 		return Principal{}, ErrInvalidKey
 	}
-	hash := HashToken(raw)
+	sum := sha256.Sum256([]byte(raw))
+	p, ok, epoch := s.cache.principal(sum)
+	if ok {
+		return p, nil
+	}
+	hash := hex.EncodeToString(sum[:])
 	it, err := s.st.Get(ctx, keyByHash(hash))
 	if errors.Is(err, store.ErrNotFound) {
 		return Principal{}, ErrInvalidKey
@@ -506,7 +520,9 @@ func (s *Service) Authenticate(ctx context.Context, raw string) (Principal, erro
 	if subtle.ConstantTimeCompare([]byte(sk.Hash), []byte(hash)) != 1 {
 		return Principal{}, ErrInvalidKey
 	}
-	return principalOf(sk.APIKey), nil
+	p = principalOf(sk.APIKey)
+	s.cache.storePrincipal(sum, p, epoch)
+	return p, nil
 }
 
 // Bootstrapped describes the default organization set up on first start.

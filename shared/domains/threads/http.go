@@ -428,11 +428,11 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	th, err := h.svc.Get(r.Context(), tgt.DeploymentID, tid, withTTL)
+	b, err := h.svc.GetJSON(r.Context(), tgt.DeploymentID, tid, withTTL)
 	if err != nil {
 		return err
 	}
-	web.WriteJSON(w, http.StatusOK, th)
+	web.WriteJSONBytes(w, http.StatusOK, b)
 	return nil
 }
 
@@ -501,11 +501,11 @@ func (h *Handler) getState(w http.ResponseWriter, r *http.Request) error {
 	if _, err := web.QueryBool(r, "subgraphs", false); err != nil {
 		return err
 	}
-	st, err := h.svc.GetState(r.Context(), tgt.DeploymentID, tid, "")
+	b, err := h.svc.GetStateJSON(r.Context(), tgt.DeploymentID, tid)
 	if err != nil {
 		return err
 	}
-	web.WriteJSON(w, http.StatusOK, st)
+	web.WriteJSONBytes(w, http.StatusOK, b)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"github.com/agentplane/agentplane/shared/kernel/fault"
 	"sort"
 	"strconv"
@@ -124,6 +125,13 @@ func (s *Service) Count(ctx context.Context, dep string, f Filter) (int, error) 
 	return total, err
 }
 
+// pairReadWeight is what the planner charges for an item read by the pair
+// plan (a point read of a thread, decoded whole) against one read by an
+// index walk (an item of a query page, usually rejected on its bytes):
+// measured on bbolt, about 4; on DynamoDB a strongly consistent point read
+// costs a read unit while a query's items share 4 KB units at half price.
+const pairReadWeight = 4
+
 // find plans and runs a search; limit 0 only counts.
 func (s *Service) find(ctx context.Context, dep string, f Filter, sortBy string, desc bool, offset, limit int) ([]*threadRecord, int, bool, error) {
 	st := statsOf(ctx)
@@ -181,11 +189,13 @@ func (s *Service) find(ctx context.Context, dep string, f Filter, sortBy string,
 			}
 			return nil, int(rn) - corr, false, nil
 		}
-		// Reading the pair's members costs about 2*rn items; walking the
-		// sort index costs about (offset+limit+1)*n/rn. Several pairs or
+		// Reading the pair's members costs about 2*rn items, each thread
+		// a separate read decoded whole; walking the sort index costs
+		// about (offset+limit+1)*n/rn items of one query each, most of
+		// them rejected on their bytes: pairReadWeight times cheaper. Several pairs or
 		// a values filter need the members anyway for an exact total.
 		walkCost := float64(offset+limit+1) * float64(n) / float64(rn)
-		if !exact || float64(2*rn) <= walkCost {
+		if !exact || pairReadWeight*float64(2*rn) <= walkCost {
 			st.Plan = "pair"
 			cands, err := s.pairMembers(ctx, dep, rarest, st)
 			if err != nil {
@@ -198,7 +208,7 @@ func (s *Service) find(ctx context.Context, dep string, f Filter, sortBy string,
 		if err != nil {
 			return nil, 0, false, err
 		}
-		page, more, err := s.walk(ctx, dep, f, sortBy, desc, offset, limit, st)
+		page, more, err := s.walk(ctx, dep, f, sortBy, desc, offset, limit, float64(n)/float64(rn), st)
 		return page, int(rn) - corr, more, err
 	}
 	if len(f.Metadata) == 0 && len(f.Values) == 0 {
@@ -211,7 +221,7 @@ func (s *Service) find(ctx context.Context, dep string, f Filter, sortBy string,
 			st.Plan = "count"
 			return nil, total, false, nil
 		}
-		page, more, err := s.walk(ctx, dep, f, sortBy, desc, offset, limit, st)
+		page, more, err := s.walk(ctx, dep, f, sortBy, desc, offset, limit, 1, st)
 		return page, total, more, err
 	}
 	// Filters no index answers: read every candidate to know the total.
@@ -482,7 +492,11 @@ func sourceFor(dep, status, sortBy string, desc bool) source {
 
 // walk reads the sort index in order, skipping expired threads and those
 // the post-filters reject, until the page and one more match are found.
-func (s *Service) walk(ctx context.Context, dep string, f Filter, sortBy string, desc bool, offset, limit int, st *Stats) ([]*threadRecord, bool, error) {
+// perMatch is how many rows the walk expects to read per match (1 without
+// a filter): its query pages are sized for the matches still missing, so a
+// selective filter takes a few large pages, not many small ones (each page
+// is a round trip on DynamoDB).
+func (s *Service) walk(ctx context.Context, dep string, f Filter, sortBy string, desc bool, offset, limit int, perMatch float64, st *Stats) ([]*threadRecord, bool, error) {
 	if st.Plan == "" {
 		st.Plan = "index"
 	}
@@ -491,7 +505,7 @@ func (s *Service) walk(ctx context.Context, dep string, f Filter, sortBy string,
 	matched := 0
 	q := src.q
 	for {
-		q.Limit = min(max(offset+limit+1-matched, 1), 100)
+		q.Limit = int(min(max(float64(offset+limit+1-matched)*max(perMatch, 1), 1), 100))
 		res, err := s.st.Query(ctx, q)
 		if err != nil {
 			return nil, false, err
@@ -573,6 +587,23 @@ func (s *Service) walkAll(ctx context.Context, dep string, f Filter, sortBy stri
 // only when it may be returned (need) or a values filter must look.
 func (s *Service) fromIndexItem(ctx context.Context, dep string, it store.Item, comp bool, f Filter, need bool, st *Stats) (*threadRecord, error) {
 	if !comp {
+		if len(f.Metadata) > 0 {
+			// Most rows of a filtered walk are rejected: on their bytes
+			// when the filter allows (rawjson.go), else on their
+			// metadata alone (the values are skipped, not built).
+			if rawRejects(it.Data, f.Metadata) {
+				return nil, nil
+			}
+			var h struct {
+				Metadata map[string]any `json:"metadata"`
+			}
+			if err := decodeJSON(it.Data, &h); err != nil {
+				return nil, fmt.Errorf("threads: corrupt thread: %w", err)
+			}
+			if !containsAll(h.Metadata, f.Metadata) {
+				return nil, nil
+			}
+		}
 		return decodeThread(it.Data)
 	}
 	var c companion

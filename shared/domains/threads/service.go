@@ -252,7 +252,10 @@ func (s *Service) Create(ctx context.Context, dep string, in CreateIn) (Thread, 
 		setValues(t, prev.Values)
 	}
 	for attempt := 0; ; attempt++ {
-		th, err := s.createOnce(ctx, t, chain, cps, in.DoNothing)
+		// A generated id is new: the first attempt need not look for it
+		// (were it taken, the conditional write fails and the retry looks).
+		fresh := in.ThreadID == "" && attempt == 0
+		th, err := s.createOnce(ctx, t, chain, cps, in.DoNothing, fresh)
 		if !errors.Is(err, errRetry) || attempt == retries {
 			if errors.Is(err, errRetry) {
 				err = fault.Clash("Thread %s changed concurrently; retry", tid)
@@ -262,10 +265,14 @@ func (s *Service) Create(ctx context.Context, dep string, in CreateIn) (Thread, 
 	}
 }
 
-func (s *Service) createOnce(ctx context.Context, t *threadRecord, chain string, cps []*checkpoint, doNothing bool) (Thread, error) {
-	existing, version, err := s.loadAny(ctx, t.Deployment, t.ID)
-	if err != nil {
-		return Thread{}, err
+func (s *Service) createOnce(ctx context.Context, t *threadRecord, chain string, cps []*checkpoint, doNothing, fresh bool) (Thread, error) {
+	var existing *threadRecord
+	var version int64
+	var err error
+	if !fresh {
+		if existing, version, err = s.loadAny(ctx, t.Deployment, t.ID); err != nil {
+			return Thread{}, err
+		}
 	}
 	if existing != nil {
 		if existing.expired(s.now()) {

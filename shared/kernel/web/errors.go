@@ -77,8 +77,15 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		b = []byte(`{"detail":"Internal server error"}`)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	WriteJSONBytes(w, status, b)
+}
+
+// WriteJSONBytes writes b, an encoded JSON value, with status.
+func WriteJSONBytes(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	// Canonical keys assigned directly: Set would canonicalize them again.
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

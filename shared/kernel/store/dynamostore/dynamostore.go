@@ -46,6 +46,7 @@ type Store struct {
 	c     *dynamodb.Client
 	table string
 	now   func() time.Time
+	meter meter // capacity.go
 }
 
 var _ store.Store = (*Store)(nil)
@@ -312,10 +313,16 @@ func checkUpdate(u store.Update) error {
 }
 
 func (s *Store) raw(ctx context.Context, k store.Key) (map[string]av, error) {
-	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: keyOf(k), ConsistentRead: aws.Bool(true)})
+	out, err := s.c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: keyOf(k), ConsistentRead: aws.Bool(true),
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes})
 	if err != nil {
 		return nil, err
 	}
+	found := int64(0)
+	if len(out.Item) > 0 {
+		found = 1
+	}
+	s.meter.record(func(c *Capacity) { c.GetItem++; c.ItemsRead += found }, one(out.ConsumedCapacity), true, readUnits(itemSize(out.Item), true))
 	if len(out.Item) == 0 {
 		return nil, nil
 	}
@@ -386,8 +393,14 @@ func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (stor
 		if err != nil {
 			return store.Item{}, err
 		}
-		_, err = s.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.TableName, Item: p.Item, ConditionExpression: p.ConditionExpression,
-			ExpressionAttributeNames: p.ExpressionAttributeNames, ExpressionAttributeValues: p.ExpressionAttributeValues})
+		po, err := s.c.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.TableName, Item: p.Item, ConditionExpression: p.ConditionExpression,
+			ExpressionAttributeNames: p.ExpressionAttributeNames, ExpressionAttributeValues: p.ExpressionAttributeValues,
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes})
+		var cc *types.ConsumedCapacity
+		if po != nil {
+			cc = po.ConsumedCapacity
+		}
+		s.meter.record(func(c *Capacity) { c.PutItem++ }, one(cc), false, writeUnits(p.Item))
 		err = mapErr(err)
 		if err == nil {
 			out := fromAttrs(p.Item)
@@ -469,9 +482,10 @@ func (s *Store) dropExpired(ctx context.Context, k store.Key) (bool, error) {
 		return false, err
 	}
 	e := newExpr()
-	_, err = s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: keyOf(k),
+	do, err := s.c.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: keyOf(k),
 		ConditionExpression:      aws.String(fmt.Sprintf("%s = %s", e.name(store.AttrVersion), e.value(m[store.AttrVersion]))),
-		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values})
+		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values, ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes})
+	s.recordDelete(do, writeUnits(m))
 	if err = mapErr(err); err != nil && !errors.Is(err, store.ErrConditionFailed) {
 		return false, err
 	}
@@ -487,7 +501,17 @@ func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) 
 		up := s.updateInput(u)
 		out, err := s.c.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: up.TableName, Key: up.Key, UpdateExpression: up.UpdateExpression,
 			ConditionExpression: up.ConditionExpression, ExpressionAttributeNames: up.ExpressionAttributeNames,
-			ExpressionAttributeValues: up.ExpressionAttributeValues, ReturnValues: types.ReturnValueAllNew})
+			ExpressionAttributeValues: up.ExpressionAttributeValues, ReturnValues: types.ReturnValueAllNew,
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes})
+		var cc *types.ConsumedCapacity
+		var attrs map[string]av
+		if out != nil {
+			cc, attrs = out.ConsumedCapacity, out.Attributes
+		}
+		if attrs == nil {
+			attrs = up.Key
+		}
+		s.meter.record(func(c *Capacity) { c.UpdateItem++ }, one(cc), false, writeUnits(attrs))
 		err = mapErr(err)
 		if err == nil {
 			return fromAttrs(out.Attributes), nil
@@ -519,7 +543,9 @@ func (s *Store) Delete(ctx context.Context, k store.Key, c store.Condition) erro
 	if cond := s.condition(e, c); cond != "" {
 		in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = aws.String(cond), e.names, e.values
 	}
-	_, err := s.c.DeleteItem(ctx, in)
+	in.ReturnConsumedCapacity = types.ReturnConsumedCapacityIndexes
+	do, err := s.c.DeleteItem(ctx, in)
+	s.recordDelete(do, 1)
 	return mapErr(err)
 }
 
@@ -585,7 +611,13 @@ func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
 				pinned[i] = true
 			}
 		}
-		_, err := s.c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		to, err := s.c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items,
+			ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes})
+		var cc []types.ConsumedCapacity
+		if to != nil {
+			cc = to.ConsumedCapacity
+		}
+		s.meter.record(func(c *Capacity) { c.TransactWriteItems++; c.TxItems += int64(len(items)) }, cc, false, txWriteUnits(items))
 		if err == nil {
 			return nil
 		}
@@ -747,7 +779,8 @@ func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 	}
 	in := &dynamodb.QueryInput{TableName: &s.table, KeyConditionExpression: aws.String(kc),
 		ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values, ScanIndexForward: aws.Bool(!q.Desc),
-		Limit: aws.Int32(int32(min(limit, math.MaxInt32))), ExclusiveStartKey: lek}
+		Limit: aws.Int32(int32(min(limit, math.MaxInt32))), ExclusiveStartKey: lek,
+		ReturnConsumedCapacity: types.ReturnConsumedCapacityIndexes}
 	if q.Index != "" {
 		in.IndexName = aws.String(q.Index)
 	} else {
@@ -757,6 +790,12 @@ func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 	if err != nil {
 		return store.Page{}, err
 	}
+	size := 0
+	for _, m := range out.Items {
+		size += itemSize(m)
+	}
+	s.meter.record(func(c *Capacity) { c.Query++; c.ItemsRead += int64(len(out.Items)) }, one(out.ConsumedCapacity), true,
+		readUnits(size, q.Index == ""))
 	page := store.Page{Items: make([]store.Item, 0, len(out.Items))}
 	for _, m := range out.Items {
 		// Expired items are dropped here rather than by a FilterExpression:
@@ -840,4 +879,12 @@ func waitActive(ctx context.Context, c *dynamodb.Client, table string) error {
 		}
 	}
 	return fmt.Errorf("dynamostore: table %s did not become active (%s)", table, last)
+}
+
+func (s *Store) recordDelete(out *dynamodb.DeleteItemOutput, estimate float64) {
+	var cc *types.ConsumedCapacity
+	if out != nil {
+		cc = out.ConsumedCapacity
+	}
+	s.meter.record(func(c *Capacity) { c.DeleteItem++ }, one(cc), false, estimate)
 }
