@@ -200,7 +200,7 @@ func WAFTable(us, eu ratelimits.EdgePlan) string {
 		if e.Approximation != r.Approximation {
 			why = "US: " + r.Approximation + ". EU: " + e.Approximation
 		}
-		w("| %d | `%s` | %d | %s | %s | %s | %d / %d s | %s | %d / %d s | %s |\n", r.Seq, r.Name, r.Priority, r.Category, aggregation(r),
+		w("| %d | `%s` | %d | %s | %s | %s | %d / %d s | %s | %d / %d s | %s |\n", r.Seq, r.Name, r.Priority, r.Category, r.Aggregation(),
 			r.Interface, r.Limit, r.EvaluationWindowSec, e.Interface, e.Limit, e.EvaluationWindowSec, cell(why))
 	}
 	w("\n#### Claim rules (Count, labels), in order\n\n")
@@ -210,21 +210,6 @@ func WAFTable(us, eu ratelimits.EdgePlan) string {
 		w("| %d | `%s` | %d | %s |\n", c.Priority, c.Name, c.Seq, cell(describe(c.Statement)))
 	}
 	return b.String()
-}
-
-func aggregation(r ratelimits.RateRule) string {
-	if r.AggregateKeyType == "IP" {
-		return "IP"
-	}
-	var keys []string
-	for _, k := range r.CustomKeys {
-		if k.IP {
-			keys = append(keys, "IP")
-		} else {
-			keys = append(keys, "header `"+k.Header+"`")
-		}
-	}
-	return strings.Join(keys, " + ")
 }
 
 // describe renders a statement as text.

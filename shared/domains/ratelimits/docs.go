@@ -100,15 +100,7 @@ func aggregation(r RateRule) string {
 	if r.AggregateKeyType == "IP" {
 		return "IP"
 	}
-	var keys []string
-	for _, k := range r.CustomKeys {
-		if k.IP {
-			keys = append(keys, "IP")
-		} else {
-			keys = append(keys, "header `"+k.Header+"`")
-		}
-	}
-	return "custom keys: " + strings.Join(keys, " + ")
+	return "custom keys: " + r.Aggregation()
 }
 
 // claimText describes the claim rules of row seq.

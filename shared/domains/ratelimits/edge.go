@@ -122,6 +122,23 @@ type RateRule struct {
 	Approximation string
 }
 
+// Aggregation names what the rule counts by, for tables: "IP", or its
+// custom keys joined ("header `x-user-id` + IP").
+func (r RateRule) Aggregation() string {
+	if r.AggregateKeyType == "IP" {
+		return "IP"
+	}
+	keys := make([]string, 0, len(r.CustomKeys))
+	for _, k := range r.CustomKeys {
+		if k.IP {
+			keys = append(keys, "IP")
+		} else {
+			keys = append(keys, "header `"+k.Header+"`")
+		}
+	}
+	return strings.Join(keys, " + ")
+}
+
 // WCU of the rule: 2, 30 per custom key, and the scope-down.
 func (r RateRule) WCU() int { return 2 + 30*len(r.CustomKeys) + r.ScopeDown.WCU() }
 

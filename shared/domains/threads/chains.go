@@ -92,8 +92,17 @@ func (s *Service) dropBlobs(ctx context.Context, keys []string) {
 
 // decodeCheckpoint reads a checkpoint item's data, following a blob.
 func (s *Service) decodeCheckpoint(ctx context.Context, data []byte) (*checkpoint, error) {
-	var sc storedCheckpoint
-	if err := decodeJSON(data, &sc); err != nil {
+	return loadCheckpoint[checkpoint](ctx, s, data, decodeJSON)
+}
+
+// loadCheckpoint decodes a checkpoint item's data (inline or in its blob)
+// into T: the whole checkpoint, or the head the fast reads need.
+func loadCheckpoint[T any](ctx context.Context, s *Service, data []byte, decode func([]byte, any) error) (*T, error) {
+	var sc struct {
+		C    *T     `json:"c"`
+		Blob string `json:"b"`
+	}
+	if err := decode(data, &sc); err != nil {
 		return nil, fmt.Errorf("threads: corrupt checkpoint: %w", err)
 	}
 	if sc.C != nil {
@@ -106,8 +115,8 @@ func (s *Service) decodeCheckpoint(ctx context.Context, data []byte) (*checkpoin
 	if err != nil {
 		return nil, fmt.Errorf("threads: read checkpoint blob: %w", err)
 	}
-	var cp checkpoint
-	if err := decodeJSON(raw, &cp); err != nil {
+	var cp T
+	if err := decode(raw, &cp); err != nil {
 		return nil, fmt.Errorf("threads: corrupt checkpoint blob: %w", err)
 	}
 	return &cp, nil

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentplane/agentplane/shared/kernel/blobs"
 	"github.com/agentplane/agentplane/shared/kernel/store"
 )
 
@@ -227,28 +226,7 @@ func (s *Service) GetStateJSON(ctx context.Context, dep, tid string) ([]byte, er
 
 // decodeCheckpointHead is decodeCheckpoint for a checkpointHead.
 func (s *Service) decodeCheckpointHead(ctx context.Context, data []byte) (*checkpointHead, error) {
-	var sc struct {
-		C    *checkpointHead `json:"c"`
-		Blob string          `json:"b"`
-	}
-	if err := json.Unmarshal(data, &sc); err != nil {
-		return nil, fmt.Errorf("threads: corrupt checkpoint: %w", err)
-	}
-	if sc.C != nil {
-		return sc.C, nil
-	}
-	if sc.Blob == "" {
-		return nil, errors.New("threads: corrupt checkpoint: neither inline nor blob")
-	}
-	raw, err := blobs.ReadAll(ctx, s.blobs, sc.Blob)
-	if err != nil {
-		return nil, fmt.Errorf("threads: read checkpoint blob: %w", err)
-	}
-	var cp checkpointHead
-	if err := json.Unmarshal(raw, &cp); err != nil {
-		return nil, fmt.Errorf("threads: corrupt checkpoint blob: %w", err)
-	}
-	return &cp, nil
+	return loadCheckpoint[checkpointHead](ctx, s, data, json.Unmarshal)
 }
 
 // mustMatch panics when a fast read differs from the general one (tests).
