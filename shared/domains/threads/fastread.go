@@ -195,14 +195,7 @@ func (s *Service) GetStateJSON(ctx context.Context, dep, tid string) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	next := cp.Next
-	if next == nil {
-		next = []string{}
-	}
-	tasks := make([]Task, 0, len(next))
-	for _, n := range next {
-		tasks = append(tasks, Task{ID: uuidFrom(cp.ID, n), Name: n, Path: []any{"__pregel_pull", n}, Interrupts: []any{}})
-	}
+	next, tasks := pendingTasks(cp.ID, cp.Next)
 	out := stateWire{
 		Values: objectOrEmpty(cp.Values), Next: next, Tasks: tasks,
 		Metadata: snapshotMDWire{CheckpointID: cp.Meta.Base, GraphID: cp.Meta.GraphID, Parents: objectOrEmpty(cp.Meta.Parents),

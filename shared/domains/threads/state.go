@@ -367,14 +367,7 @@ func snapshot(t *threadRecord, cp *checkpoint) State {
 	if values == nil {
 		values = map[string]any{}
 	}
-	next := cp.Next
-	if next == nil {
-		next = []string{}
-	}
-	tasks := make([]Task, 0, len(next))
-	for _, n := range next {
-		tasks = append(tasks, Task{ID: uuidFrom(cp.ID, n), Name: n, Path: []any{"__pregel_pull", n}, Interrupts: []any{}})
-	}
+	next, tasks := pendingTasks(cp.ID, cp.Next)
 	created := apiTime(cp.CreatedAt)
 	id := cp.ID
 	st := State{
@@ -402,4 +395,16 @@ func finishCheckpoint(cp *checkpoint, now time.Time, after, parent string) {
 	cp.ID = nextCheckpointID(now, after)
 	cp.Parent = parent
 	cp.CreatedAt = now
+}
+
+// pendingTasks is a state's next nodes (never null) and their tasks.
+func pendingTasks(checkpointID string, next []string) ([]string, []Task) {
+	if next == nil {
+		next = []string{}
+	}
+	tasks := make([]Task, 0, len(next))
+	for _, n := range next {
+		tasks = append(tasks, Task{ID: uuidFrom(checkpointID, n), Name: n, Path: []any{"__pregel_pull", n}, Interrupts: []any{}})
+	}
+	return next, tasks
 }
