@@ -141,7 +141,11 @@ func run(o options) error {
 				}
 				res, err := drive(t, w, o)
 				if err != nil {
-					return fmt.Errorf("%s on %s: %w", w.name, t.name, err)
+					// A server that cannot serve a workload (timeouts, errors) is
+					// a result, reported in the table; the other workloads go on.
+					fmt.Fprintf(os.Stderr, "%-28s %-10s failed: %v\n", w.name, t.name, err)
+					r.res[i] = result{failed: true}
+					continue
 				}
 				r.res[i] = res
 				fmt.Fprintf(os.Stderr, "%-28s %-10s %9.0f req/s  p50 %8s  p99 %8s  errors %d\n", w.name, t.name, res.rps, res.p50, res.p99, res.errors)
@@ -201,10 +205,13 @@ func printTable(w io.Writer, rows []row, o options) {
 	for _, r := range rows {
 		a, b := r.res[0], r.res[1]
 		ratio := "n/a"
-		if b.rps > 0 {
+		switch {
+		case a.failed || b.failed:
+			ratio = "n/a (a server failed)"
+		case b.rps > 0:
 			ratio = fmt.Sprintf("%.1fx", a.rps/b.rps)
 		}
-		fmt.Fprintf(tw, "| %s\t| %.0f\t| %s\t| %.0f\t| %s\t| %s |\n", r.name, a.rps, a.p50, b.rps, b.p50, ratio)
+		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s |\n", r.name, a.rate(), a.p50, b.rate(), b.p50, ratio)
 	}
 	tw.Flush()
 }
@@ -272,6 +279,16 @@ type result struct {
 	rps      float64
 	p50, p99 time.Duration
 	errors   int64
+	// failed: more than 1% of the requests failed or timed out (30 s).
+	failed bool
+}
+
+// rate is the throughput for the table, or "failed".
+func (r result) rate() string {
+	if r.failed {
+		return "failed"
+	}
+	return fmt.Sprintf("%.0f", r.rps)
 }
 
 // drive runs w with o.conns workers for o.duration.
