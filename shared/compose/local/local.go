@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/compose"
@@ -83,6 +84,10 @@ func ServeWith(ctx context.Context, pr *compose.Process, ln net.Listener, out io
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	fmt.Fprintf(out, "agentplane: listening on http://%s\n", ln.Addr())
+	// Start-up (bootstrap, route tables, the OpenAPI document, the tool
+	// server's schemas) leaves garbage behind; hand it back to the OS now
+	// rather than keep it resident until the heap grows again.
+	debug.FreeOSMemory()
 	log.Info("listening", slog.String("addr", ln.Addr().String()), slog.String("mode", string(pr.P.Config.Mode)))
 
 	var result error
