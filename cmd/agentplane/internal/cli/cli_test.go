@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -249,33 +250,14 @@ func TestMCP(t *testing.T) {
 	}
 
 	// HTTP: listens on --addr until interrupted, then exits 0.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan result, 1)
 	go func() {
-		done <- none.runWith(t, runOpts{tools: factory, ctx: ctx}, "mcp", "--addr", addr, "--endpoint", "https://api.example.com")
+		done <- none.runWith(t, runOpts{tools: factory, ctx: ctx, env: map[string]string{"SERVICE_ENDPOINT": "https://ignored.example"}},
+			"mcp", "--addr", addr, "--endpoint", "https://api.example.com")
 	}()
-	var body map[string]any
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		res, err := http.Get("http://" + addr + "/mcp")
-		if err == nil {
-			err = json.NewDecoder(res.Body).Decode(&body)
-			res.Body.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mcp did not listen: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	body := getMCP(t, addr)
 	if body["path"] != "/mcp" || body["endpoint"] != "https://api.example.com" || body["local"] != false {
 		t.Errorf("HTTP form: %v", body)
 	}
@@ -287,5 +269,94 @@ func TestMCP(t *testing.T) {
 	// AGENTPLANE_MCP_ADDR sets the address; a bad one is a usage error.
 	if r := none.runWith(t, runOpts{tools: factory, env: map[string]string{"AGENTPLANE_MCP_ADDR": "nonsense"}}, "mcp"); r.code != 2 || !strings.Contains(r.stderr, `--addr "nonsense"`) {
 		t.Errorf("bad AGENTPLANE_MCP_ADDR:\n%s", r)
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// getMCP waits until the fake tool server answers at addr and returns
+// what it reports.
+func getMCP(t *testing.T, addr string) map[string]any {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		res, err := http.Get("http://" + addr + "/mcp")
+		if err == nil {
+			var body map[string]any
+			err = json.NewDecoder(res.Body).Decode(&body)
+			res.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mcp did not listen: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The container form runs what deploy/toolserver/Dockerfile says: its
+// command, with its environment, listens on port 8000 of every interface
+// and calls the platform SERVICE_ENDPOINT names (here on 127.0.0.1, the
+// only address tests listen on).
+func TestMCPContainerForm(t *testing.T) {
+	raw, err := os.ReadFile("../../../../deploy/toolserver/Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	var cmd []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		switch {
+		case strings.HasPrefix(line, "FROM "):
+			env, cmd = map[string]string{}, nil // only the final stage counts
+		case strings.HasPrefix(line, "ENV "):
+			k, v, ok := strings.Cut(strings.TrimPrefix(line, "ENV "), "=")
+			if !ok {
+				t.Fatalf("ENV without =: %q", line)
+			}
+			env[k] = v
+		case strings.HasPrefix(line, "CMD "):
+			if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "CMD ")), &cmd); err != nil {
+				t.Fatalf("CMD %q: %v", line, err)
+			}
+		}
+	}
+	if env["AGENTPLANE_MCP_ADDR"] != "0.0.0.0:8000" || len(cmd) == 0 || cmd[0] != "mcp" {
+		t.Fatalf("Dockerfile: env %v, cmd %v", env, cmd)
+	}
+	for k := range env {
+		if k != "AGENTPLANE_MCP_ADDR" {
+			t.Errorf("Dockerfile sets %s, which agentplane mcp does not read", k)
+		}
+	}
+	var got cli.ToolServerOptions
+	factory := func(o cli.ToolServerOptions) (cli.MCPServer, error) {
+		got = o
+		return &fakeToolServer{opts: o}, nil
+	}
+	addr := freeAddr(t)
+	env["AGENTPLANE_MCP_ADDR"] = addr
+	env["SERVICE_ENDPOINT"] = "http://10.1.2.3:8000"
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan result, 1)
+	var none *server
+	go func() { done <- none.runWith(t, runOpts{tools: factory, ctx: ctx, env: env}, cmd...) }()
+	body := getMCP(t, addr)
+	cancel()
+	if r := <-done; r.code != 0 {
+		t.Fatalf("agentplane %v:\n%s", cmd, r)
+	}
+	if body["endpoint"] != "http://10.1.2.3:8000" || body["local"] != true || got.Endpoint != "http://10.1.2.3:8000" {
+		t.Errorf("container form: %v", body)
 	}
 }

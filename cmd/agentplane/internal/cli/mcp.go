@@ -24,8 +24,8 @@ type MCPServer interface {
 // ToolServerOptions is what the command line decides for the tool server.
 type ToolServerOptions struct {
 	// Endpoint is the platform API the tool server calls when a caller
-	// names none (--endpoint, else --url / AGENTPLANE_URL, else the
-	// local server).
+	// names none (--endpoint, else SERVICE_ENDPOINT, else --url /
+	// AGENTPLANE_URL, else the local server).
 	Endpoint string
 	// AllowLocalEndpoints lets callers name loopback and private
 	// endpoints: true for --stdio (the caller is the local user), false
@@ -60,6 +60,9 @@ SERVICE_ENDPOINT. Without it, it serves streamable HTTP at /mcp (and /health)
 on --addr; each request carries its credentials in SERVICE-API-KEY,
 SERVICE-WORKSPACE-ID and SERVICE-ENDPOINT headers.
 
+The platform a caller names no endpoint for is --endpoint, else SERVICE_ENDPOINT,
+else --url / AGENTPLANE_URL, else http://127.0.0.1:8000.
+
 --addr defaults to AGENTPLANE_MCP_ADDR, else 127.0.0.1:8000 (this machine only).
 A container binds every interface: AGENTPLANE_MCP_ADDR=0.0.0.0:8000 or
 'agentplane mcp --addr 0.0.0.0:8000'.`
@@ -71,6 +74,11 @@ A container binds every interface: AGENTPLANE_MCP_ADDR=0.0.0.0:8000 or
 		}
 		if a.opts.ToolServer == nil {
 			return errNoToolServer
+		}
+		if endpoint == "" {
+			// SERVICE_ENDPOINT names the platform in every form (the
+			// container's documented setting), before the CLI's own URL.
+			endpoint = a.setting("", toolEndpointEnv)
 		}
 		if endpoint == "" {
 			u, err := a.baseURL()
@@ -109,7 +117,7 @@ A container binds every interface: AGENTPLANE_MCP_ADDR=0.0.0.0:8000 or
 	f := c.Flags()
 	f.BoolVar(&stdio, "stdio", false, "speak MCP on stdin/stdout instead of HTTP")
 	f.StringVar(&addr, "addr", "", "HTTP listen address (env AGENTPLANE_MCP_ADDR; default 127.0.0.1:8000; a container uses 0.0.0.0:8000)")
-	f.StringVar(&endpoint, "endpoint", "", "platform API URL used when a caller names none (default: --url, AGENTPLANE_URL or http://127.0.0.1:8000)")
+	f.StringVar(&endpoint, "endpoint", "", "platform API URL used when a caller names none (default: SERVICE_ENDPOINT, --url, AGENTPLANE_URL or http://127.0.0.1:8000)")
 	f.BoolVar(&allowLocal, "allow-local-endpoints", false, "HTTP form: let callers name loopback and private SERVICE-ENDPOINTs (always on with --stdio)")
 	return c
 }
@@ -145,3 +153,7 @@ func (a *app) serveMCP(ctx context.Context, h http.Handler, ln net.Listener, log
 	defer cancel()
 	return srv.Shutdown(sctx)
 }
+
+// toolEndpointEnv is the tool server's platform setting
+// (toolserver.EnvEndpoint; the CLI does not import the domain).
+const toolEndpointEnv = "SERVICE_ENDPOINT"
