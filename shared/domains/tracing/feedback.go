@@ -156,10 +156,9 @@ func (f *feedbackRecord) view() Feedback {
 		}
 		return r
 	}
-	return Feedback{ID: f.ID, RunID: f.RunID, TraceID: f.TraceID, SessionID: f.SessionID, Key: f.Key, Score: f.Score,
-		Value: null(f.Value), Correction: null(f.Correction), Comment: f.Comment, FeedbackSource: null(f.FeedbackSource),
-		ComparativeExperimentID: f.ComparativeExperimentID, FeedbackGroupID: f.FeedbackGroupID, Extra: null(f.Extra),
-		CreatedAt: f.CreatedAt, ModifiedAt: f.ModifiedAt}
+	v := f.Feedback
+	v.Value, v.Correction, v.FeedbackSource, v.Extra = null(v.Value), null(v.Correction), null(v.FeedbackSource), null(v.Extra)
+	return v
 }
 
 func feedbackItem(ws string, f *feedbackRecord) (store.Item, error) {
@@ -226,10 +225,10 @@ func (s *Service) withFeedback(r *runRecord, runID, id string, f *runFeedback) *
 // no-op; another feedback with that id is a conflict.
 func (s *Service) createFeedback(ctx context.Context, ws string, fc *feedbackCreate) (*feedbackRecord, error) {
 	now := s.clock()
-	f := &feedbackRecord{ID: fc.ID, RunID: fc.RunID, TraceID: fc.TraceID, SessionID: fc.SessionID, Key: fc.Key, Score: fc.Score,
+	f := &feedbackRecord{Feedback: Feedback{ID: fc.ID, RunID: fc.RunID, TraceID: fc.TraceID, SessionID: fc.SessionID, Key: fc.Key, Score: fc.Score,
 		Value: fc.Value, Correction: fc.Correction, Comment: fc.Comment, FeedbackSource: fc.FeedbackSource,
 		ComparativeExperimentID: fc.ComparativeExperimentID, FeedbackGroupID: fc.FeedbackGroupID, Extra: fc.Extra,
-		CreatedAt: now, ModifiedAt: now}
+		CreatedAt: now, ModifiedAt: now}}
 	if fc.CreatedAt != nil {
 		f.CreatedAt = *fc.CreatedAt
 	}

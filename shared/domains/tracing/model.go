@@ -171,23 +171,10 @@ type threadRecord struct {
 	LastRunID  string    `json:"last_run_id"`
 }
 
-// feedbackRecord is a stored feedback.
+// feedbackRecord is a stored feedback: its API shape (Feedback) and what
+// the statistics need.
 type feedbackRecord struct {
-	ID                      string          `json:"id"`
-	RunID                   *string         `json:"run_id"`
-	TraceID                 *string         `json:"trace_id"`
-	SessionID               *string         `json:"session_id"`
-	Key                     string          `json:"key"`
-	Score                   *float64        `json:"score"`
-	Value                   json.RawMessage `json:"value"`
-	Correction              json.RawMessage `json:"correction"`
-	Comment                 *string         `json:"comment"`
-	FeedbackSource          json.RawMessage `json:"feedback_source"`
-	ComparativeExperimentID *string         `json:"comparative_experiment_id"`
-	FeedbackGroupID         *string         `json:"feedback_group_id"`
-	Extra                   json.RawMessage `json:"extra"`
-	CreatedAt               time.Time       `json:"created_at"`
-	ModifiedAt              time.Time       `json:"modified_at"`
+	Feedback
 	// Counted is the project whose statistics count this feedback ("" while
 	// its run is unknown, or for run-level feedback counted through the run).
 	Counted string `json:"counted,omitempty"`

@@ -250,19 +250,7 @@ func matchScalar(c *Cond, s scalar) bool {
 func metaGroup(cs []*Cond) Predicate {
 	return func(r *Row) bool {
 		for k, v := range r.Metadata {
-			ks, vs := scalar{str: k}, toScalar(v)
-			ok := true
-			for _, c := range cs {
-				s := vs
-				if Fields[c.Field] == KindMetaKey {
-					s = ks
-				}
-				if !matchScalar(c, s) {
-					ok = false
-					break
-				}
-			}
-			if ok {
+			if pairMatches(cs, KindMetaKey, scalar{str: k}, toScalar(v)) {
 				return true
 			}
 		}
@@ -278,23 +266,28 @@ func feedbackGroup(cs []*Cond) Predicate {
 			if f.HasScore {
 				ss = scalar{isNum: true, num: f.Score, str: strconv.FormatFloat(f.Score, 'f', -1, 64)}
 			}
-			ok := true
-			for _, c := range cs {
-				s := ss
-				if Fields[c.Field] == KindFeedbackKey {
-					s = ks
-				}
-				if !matchScalar(c, s) {
-					ok = false
-					break
-				}
-			}
-			if ok {
+			if pairMatches(cs, KindFeedbackKey, ks, ss) {
 				return true
 			}
 		}
 		return false
 	}
+}
+
+// pairMatches reports whether one key/value pair (a metadata entry, a
+// feedback item) satisfies every condition of a group: conditions on a
+// field of keyKind test the key, the others the value.
+func pairMatches(cs []*Cond, keyKind Kind, key, val scalar) bool {
+	for _, c := range cs {
+		s := val
+		if Fields[c.Field] == keyKind {
+			s = key
+		}
+		if !matchScalar(c, s) {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *Row) text(field string) string {
