@@ -21,6 +21,9 @@ const (
 	tBad
 )
 
+// punctuation are the one-byte tokens.
+var punctuation = map[byte]tokKind{'(': tLParen, ')': tRParen, '[': tLBrack, ']': tRBrack, ',': tComma}
+
 type token struct {
 	kind tokKind
 	pos  int
@@ -73,22 +76,11 @@ func (l *lexer) next() token {
 		return token{kind: tEOF, pos: start}
 	}
 	c := l.src[l.pos]
+	if k, ok := punctuation[c]; ok {
+		l.pos++
+		return token{kind: k, pos: start}
+	}
 	switch {
-	case c == '(':
-		l.pos++
-		return token{kind: tLParen, pos: start}
-	case c == ')':
-		l.pos++
-		return token{kind: tRParen, pos: start}
-	case c == '[':
-		l.pos++
-		return token{kind: tLBrack, pos: start}
-	case c == ']':
-		l.pos++
-		return token{kind: tRBrack, pos: start}
-	case c == ',':
-		l.pos++
-		return token{kind: tComma, pos: start}
 	case c == '"' || c == '\'':
 		return l.str(c)
 	case c == '-' || c == '+' || c >= '0' && c <= '9':
