@@ -122,8 +122,12 @@ func (b *DirBucket) place(tmp, p, key string) error {
 			if errors.Is(err, syscall.ENOTDIR) {
 				return fmt.Errorf("%w: %q: an object and a folder cannot share a name", ErrInvalidKey, key)
 			}
-			if errors.Is(err, fs.ErrNotExist) && attempt < 100 {
-				continue // a parent was pruned between two of MkdirAll's steps
+			// A folder pruned between two of MkdirAll's steps: its Mkdir
+			// finds the folder gone (ENOENT), or finds it made by another
+			// Put and then gone again when it checks (EEXIST). An object
+			// in the way is ENOTDIR, above.
+			if (errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrExist)) && attempt < 100 {
+				continue
 			}
 			return fmt.Errorf("blobs: %w", err)
 		}
