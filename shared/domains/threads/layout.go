@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/agentplane/agentplane/shared/kernel/store"
@@ -25,7 +26,7 @@ import (
 //	            gsi2 thrs#{dep}#{status} state_updated_at#{thread}
 //	            gsi3 thrx#{dep}          expires_at#{thread}       (TTL delete)
 //	            gsi4 thrttl#{shard}      expires_at#{dep}#{thread} (any TTL)
-//	pair member PK thrm#{dep}#{pair}    SK {thread}     (no data)
+//	pair member PK thrm#{dep}#{pair}    SK created_at#{thread}  (no data)
 //	counters    PK thrn#{dep}           SK c#{shard}          Nums: all, per status, ovf, vovf
 //	                                    SK p#{pair}#{shard}   Nums: all, per status
 //	chain       PK thrc#{chain}         SK #chain       data: chainRecord, Nums: refs
@@ -56,9 +57,17 @@ const (
 
 func threadKey(dep, tid string) store.Key    { return store.Key{PK: "thr#" + dep, SK: "t#" + tid} }
 func companionKey(dep, tid string) store.Key { return store.Key{PK: "thr#" + dep, SK: "s#" + tid} }
-func pairMemberKey(dep, pair, tid string) store.Key {
-	return store.Key{PK: "thrm#" + dep + "#" + pair, SK: tid}
+
+// pairMemberKey orders a pair's members by creation time (which never
+// changes), so a search on one pair sorted by created_at reads only the
+// page it returns.
+func pairMemberKey(dep, pair string, created time.Time, tid string) store.Key {
+	return store.Key{PK: pairMembersPK(dep, pair), SK: sortTime(created) + "#" + tid}
 }
+func pairMembersPK(dep, pair string) string { return "thrm#" + dep + "#" + pair }
+
+// memberThread is the thread id of a pair member's sort key.
+func memberThread(sk string) string   { return sk[strings.LastIndexByte(sk, '#')+1:] }
 func counterPK(dep string) string     { return "thrn#" + dep }
 func chainKey(chain string) store.Key { return store.Key{PK: "thrc#" + chain, SK: "#chain"} }
 func checkpointKey(chain, id string) store.Key {
@@ -208,7 +217,7 @@ func indexedPairs(t *threadRecord) (md map[string]string, mdOvf bool, all []stri
 // counterOps returns the counter updates for a thread moving from
 // (oldStatus, oldPairs, oldOverflow) to the new ones; "" status means
 // absent (creation or deletion).
-func counterOps(dep, tid string, oldStatus string, oldPairs []string, oldOvf, oldVOvf bool, newStatus string, newPairs []string, newOvf, newVOvf bool) []store.TxOp {
+func counterOps(dep, tid string, created time.Time, oldStatus string, oldPairs []string, oldOvf, oldVOvf bool, newStatus string, newPairs []string, newOvf, newVOvf bool) []store.TxOp {
 	shard := shardOf(tid)
 	var ops []store.TxOp
 	delta := func(status string, n int64) map[string]int64 {
@@ -279,9 +288,9 @@ func counterOps(dep, tid string, oldStatus string, oldPairs []string, oldOvf, ol
 		}
 		switch {
 		case oldSet[h] && !newSet[h]:
-			ops = append(ops, store.TxOp{Kind: store.OpDelete, Key: pairMemberKey(dep, h, tid)})
+			ops = append(ops, store.TxOp{Kind: store.OpDelete, Key: pairMemberKey(dep, h, created, tid)})
 		case newSet[h] && !oldSet[h]:
-			ops = append(ops, store.TxOp{Kind: store.OpPut, Item: store.Item{Key: pairMemberKey(dep, h, tid), Data: []byte("{}")}})
+			ops = append(ops, store.TxOp{Kind: store.OpPut, Item: store.Item{Key: pairMemberKey(dep, h, created, tid), Data: []byte("{}")}})
 		}
 	}
 	return ops

@@ -165,14 +165,14 @@ func (s *Service) find(ctx context.Context, dep string, f Filter, sortBy string,
 		indexable = indexable && ok && counts["vovf"] == 0
 	}
 	if len(hashes) > 0 && indexable {
-		rarest, rn := "", int64(-1)
+		rarest, rn, rall := "", int64(-1), int64(0)
 		for _, h := range hashes {
 			pc, err := s.counters(ctx, dep, "p#"+h+"#", st)
 			if err != nil {
 				return nil, 0, false, err
 			}
 			if rn < 0 || pc[statusCol] < rn {
-				rarest, rn = h, pc[statusCol]
+				rarest, rn, rall = h, pc[statusCol], pc["all"]
 			}
 		}
 		if rn <= 0 {
@@ -195,6 +195,22 @@ func (s *Service) find(ctx context.Context, dep string, f Filter, sortBy string,
 		// them rejected on their bytes: pairReadWeight times cheaper. Several pairs or
 		// a values filter need the members anyway for an exact total.
 		walkCost := float64(offset+limit+1) * float64(n) / float64(rn)
+		// The pair's members are kept in created_at order: walking them
+		// reads a member and its thread per candidate, about
+		// (offset+limit+1)*rall/rn candidates (all of them match
+		// unless a status filter rejects some).
+		if exact && sortBy == SortCreatedAt {
+			perMatch := float64(rall) / float64(rn)
+			if memberCost := float64(offset+limit+1) * perMatch * (1 + pairReadWeight); memberCost <= walkCost && memberCost <= pairReadWeight*float64(2*rn) {
+				st.Plan = "pair-ordered"
+				corr, err := s.expiredMatching(ctx, dep, f, st)
+				if err != nil {
+					return nil, 0, false, err
+				}
+				page, more, err := s.walkMembers(ctx, dep, rarest, f, desc, offset, limit, perMatch, st)
+				return page, int(rn) - corr, more, err
+			}
+		}
 		if !exact || pairReadWeight*float64(2*rn) <= walkCost {
 			st.Plan = "pair"
 			cands, err := s.pairMembers(ctx, dep, rarest, st)
@@ -316,7 +332,7 @@ func (s *Service) expiredMatching(ctx context.Context, dep string, f Filter, st 
 // pairMembers reads every thread holding a metadata pair.
 func (s *Service) pairMembers(ctx context.Context, dep, hash string, st *Stats) ([]*threadRecord, error) {
 	var ids []string
-	q := store.Query{PK: "thrm#" + dep + "#" + hash}
+	q := store.Query{PK: pairMembersPK(dep, hash)}
 	for {
 		page, err := s.st.Query(ctx, q)
 		if err != nil {
@@ -324,7 +340,7 @@ func (s *Service) pairMembers(ctx context.Context, dep, hash string, st *Stats) 
 		}
 		st.ItemsRead += len(page.Items)
 		for _, it := range page.Items {
-			ids = append(ids, it.SK)
+			ids = append(ids, memberThread(it.SK))
 		}
 		if page.Next == "" {
 			break
@@ -332,6 +348,51 @@ func (s *Service) pairMembers(ctx context.Context, dep, hash string, st *Stats) 
 		q.Cursor = page.Next
 	}
 	return s.getThreads(ctx, dep, ids, st)
+}
+
+// walkMembers reads one pair's members in created_at order, and their
+// threads, until the page and one more match are found; perMatch sizes
+// the pages as in walk.
+func (s *Service) walkMembers(ctx context.Context, dep, hash string, f Filter, desc bool, offset, limit int, perMatch float64, st *Stats) ([]*threadRecord, bool, error) {
+	q := store.Query{PK: pairMembersPK(dep, hash), Desc: desc}
+	var page []*threadRecord
+	matched := 0
+	for {
+		q.Limit = int(min(max(float64(offset+limit+1-matched)*max(perMatch, 1), 1), 100))
+		res, err := s.st.Query(ctx, q)
+		if err != nil {
+			return nil, false, err
+		}
+		st.ItemsRead += len(res.Items)
+		ids := make([]string, len(res.Items))
+		for i, it := range res.Items {
+			ids[i] = memberThread(it.SK)
+		}
+		ts, err := s.getThreads(ctx, dep, ids, st)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, t := range ts {
+			ok, err := s.matches(ctx, t, f, st)
+			if err != nil {
+				return nil, false, err
+			}
+			if !ok {
+				continue
+			}
+			if matched >= offset+limit {
+				return page, true, nil
+			}
+			if matched >= offset {
+				page = append(page, t)
+			}
+			matched++
+		}
+		if res.Next == "" {
+			return page, false, nil
+		}
+		q.Cursor = res.Next
+	}
 }
 
 // getThreads reads threads by id, in parallel; missing ones are skipped.

@@ -100,7 +100,7 @@ func writeOps(old *threadRecord, version int64, nu *threadRecord) ([]store.TxOp,
 			store.TxOp{Kind: store.OpDelete, Key: threadKey(old.Deployment, old.ID), Cond: store.HasVersion(version)},
 			store.TxOp{Kind: store.OpDelete, Key: companionKey(old.Deployment, old.ID)})
 	}
-	ops = append(ops, counterOps(ref.Deployment, ref.ID, oldStatus, oldPairs, oldOvf, oldVOvf, newStatus, newPairs, newOvf, newVOvf)...)
+	ops = append(ops, counterOps(ref.Deployment, ref.ID, ref.CreatedAt, oldStatus, oldPairs, oldOvf, oldVOvf, newStatus, newPairs, newOvf, newVOvf)...)
 	return ops, nil
 }
 
