@@ -42,6 +42,8 @@ func main() {
 	flag.StringVar(&o.gen, "gen", "", "load generator: wrk (Debian's wrk, when installed: the default) or go (in this process)")
 	flag.IntVar(&o.rounds, "rounds", 1, "times each workload is measured on the seeded servers (a table per round)")
 	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run, each by the start of its name: create,get,state,search,history,copy (default all)")
+	flag.BoolVar(&o.alone, "alone", false, "measure agentplane alone, without the reference (for profiling; prints no ratios)")
+	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "agentplane writes a CPU profile of its whole run to this file (serve --cpu-profile)")
 	flag.Parse()
 	if o.gen == "" {
 		o.gen = "go"
@@ -67,6 +69,8 @@ type options struct {
 	only               string
 	gen                string
 	rounds             int
+	alone              bool
+	cpuProfile         string
 }
 
 // target is one server's thread API.
@@ -94,11 +98,15 @@ func run(o options) error {
 		return fmt.Errorf("agentplane: %w", err)
 	}
 	defer stopAP()
-	ref, stopRef, err := startReference(ctx, o)
-	if err != nil {
-		return fmt.Errorf("reference: %w", err)
+	targets := []*target{ap}
+	if !o.alone {
+		ref, stopRef, err := startReference(ctx, o)
+		if err != nil {
+			return fmt.Errorf("reference: %w", err)
+		}
+		defer stopRef()
+		targets = append(targets, ref)
 	}
-	defer stopRef()
 
 	var selected []workload
 	deep := false
@@ -109,7 +117,7 @@ func run(o options) error {
 		selected = append(selected, w)
 		deep = deep || strings.HasPrefix(w.name, "history") || strings.HasPrefix(w.name, "copy")
 	}
-	for _, t := range []*target{ap, ref} {
+	for _, t := range targets {
 		start := time.Now()
 		if err := seed(ctx, t, o.threads); err != nil {
 			return fmt.Errorf("seed %s: %w", t.name, err)
@@ -135,7 +143,7 @@ func run(o options) error {
 				return ctx.Err()
 			}
 			r := row{name: w.name}
-			for i, t := range []*target{ap, ref} {
+			for i, t := range targets {
 				if d := settle(ctx, t); d > time.Second {
 					fmt.Fprintf(os.Stderr, "%s answered promptly again after %s\n", t.name, d.Round(time.Second))
 				}
@@ -522,6 +530,18 @@ const benchKey = "ap_benchpeer_admin_key_0123456789abcdef"
 
 // startAgentplane runs the local server with a fresh data dir, deploys a
 // one-graph repository and returns its deployment's thread API.
+// serveArgs is agentplane's command line.
+func serveArgs(o options) []string {
+	if o.cpuProfile == "" {
+		return []string{"serve"}
+	}
+	p, err := filepath.Abs(o.cpuProfile)
+	if err != nil {
+		p = o.cpuProfile
+	}
+	return []string{"serve", "--cpu-profile", p}
+}
+
 func startAgentplane(ctx context.Context, o options, work string) (*target, func(), error) {
 	bin, err := filepath.Abs(o.agentplane)
 	if err != nil {
@@ -533,7 +553,7 @@ func startAgentplane(ctx context.Context, o options, work string) (*target, func
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	stop, err := startProcess(ctx, work, []string{"AGENTPLANE_ADDR=" + addr, "AGENTPLANE_DATA_DIR=" + filepath.Join(work, "data"),
-		"AGENTPLANE_BOOTSTRAP_API_KEY=" + benchKey, "AGENTPLANE_LOG_LEVEL=error"}, filepath.Join(work, "agentplane.log"), bin, "serve")
+		"AGENTPLANE_BOOTSTRAP_API_KEY=" + benchKey, "AGENTPLANE_LOG_LEVEL=error"}, filepath.Join(work, "agentplane.log"), bin, serveArgs(o)...)
 	if err != nil {
 		return nil, nil, err
 	}

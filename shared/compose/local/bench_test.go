@@ -147,6 +147,14 @@ func BenchmarkThreadCreate(b *testing.B) {
 	benchRequest(b, d.h, "POST", "/deployments/"+d.dep+"/threads", `{"metadata":{"graph_id":"agent"}}`)
 }
 
+// BenchmarkThreadCreate32 is bench-peer's create: 32 concurrent clients,
+// so that writers share commits (group commit) as they do under load.
+func BenchmarkThreadCreate32(b *testing.B) {
+	d := deploy(b)
+	b.SetParallelism(16) // × GOMAXPROCS 2
+	benchRequest(b, d.h, "POST", "/deployments/"+d.dep+"/threads", `{"metadata":{"graph_id":"agent","owner":"user-7"}}`)
+}
+
 // The same reads over loopback HTTP (server and client in this process):
 // what a load generator sees, connection handling and parsing included.
 func BenchmarkThreadGetHTTP(b *testing.B) {

@@ -43,23 +43,59 @@ func (t *threadHead) expired(now time.Time) bool {
 	return t.TTL != nil && t.TTL.Strategy == TTLDelete && !now.Before(t.TTL.ExpiresAt)
 }
 
-// loadHead reads a live thread's head.
-func (s *Service) loadHead(ctx context.Context, dep, tid string) (*threadHead, error) {
+// threadItem reads a thread's stored bytes, whatever its TTL.
+func (s *Service) threadItem(ctx context.Context, dep, tid string) ([]byte, error) {
 	it, err := s.st.Get(ctx, threadKey(dep, tid))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, threadNotFound(tid)
 	}
-	if err != nil {
-		return nil, err
-	}
+	return it.Data, err
+}
+
+// decodeHead decodes a live thread's head from its stored bytes.
+func (s *Service) decodeHead(data []byte, tid string) (*threadHead, error) {
 	var t threadHead
-	if err := json.Unmarshal(it.Data, &t); err != nil {
+	if err := json.Unmarshal(data, &t); err != nil {
 		return nil, fmt.Errorf("threads: corrupt thread: %w", err)
 	}
 	if t.expired(s.now()) {
 		return nil, threadNotFound(tid)
 	}
 	return &t, nil
+}
+
+// deleteAt is when a thread's delete TTL makes it absent (zero: never).
+func (t *threadHead) deleteAt() time.Time {
+	if t.TTL != nil && t.TTL.Strategy == TTLDelete {
+		return t.TTL.ExpiresAt
+	}
+	return time.Time{}
+}
+
+// cachedRead answers a hot read from the answer kept for the thread's
+// stored bytes, or renders it and keeps it.
+// render returns the answer, when the thread reads as absent (its delete
+// TTL) and whether the answer may be kept (it came from data alone).
+func (s *Service) cachedRead(ctx context.Context, kind byte, dep, tid string, render func(data []byte) (out []byte, expires time.Time, keep bool, err error)) ([]byte, error) {
+	data, err := s.threadItem(ctx, dep, tid)
+	if err != nil {
+		return nil, err
+	}
+	key := renderKey(kind, dep, tid)
+	if out, gone, ok := s.renders.get(key, data, s.now()); ok {
+		if gone {
+			return nil, threadNotFound(tid)
+		}
+		return out, nil
+	}
+	out, expires, keep, err := render(data)
+	if err != nil {
+		return nil, err
+	}
+	if keep {
+		s.renders.put(key, data, out, expires)
+	}
+	return out, nil
 }
 
 var (
@@ -91,17 +127,36 @@ type threadWire struct {
 
 // GetJSON is Get, encoded: one item read, no map decoded.
 func (s *Service) GetJSON(ctx context.Context, dep, tid string, withTTL bool) ([]byte, error) {
-	t, err := s.loadHead(ctx, dep, tid)
+	kind := byte(renderThread)
+	if withTTL {
+		kind = renderThreadTTL
+	}
+	b, err := s.cachedRead(ctx, kind, dep, tid, func(data []byte) ([]byte, time.Time, bool, error) {
+		return s.renderThread(ctx, dep, tid, data, withTTL)
+	})
+	if err == nil && checkFastReads {
+		th, gerr := s.Get(ctx, dep, tid, withTTL)
+		mustMatch("GET thread", b, th, gerr)
+	}
+	return b, err
+}
+
+// renderThread is GET thread's answer for the stored bytes data.
+func (s *Service) renderThread(ctx context.Context, dep, tid string, data []byte, withTTL bool) ([]byte, time.Time, bool, error) {
+	t, err := s.decodeHead(data, tid)
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, false, err
 	}
 	if t.ValuesLarge && t.Latest != "" {
-		// The values live in the latest checkpoint: the general path.
+		// The values live in the latest checkpoint: the general path,
+		// which reads the thread again (perhaps newer than data), so its
+		// answer is not kept.
 		th, err := s.Get(ctx, dep, tid, withTTL)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, false, err
 		}
-		return json.Marshal(th)
+		b, err := json.Marshal(th)
+		return b, time.Time{}, false, err
 	}
 	out := threadWire{
 		ThreadID: t.ID, CreatedAt: apiTime(t.CreatedAt), UpdatedAt: apiTime(t.UpdatedAt),
@@ -115,11 +170,7 @@ func (s *Service) GetJSON(ctx context.Context, dep, tid string, withTTL bool) ([
 		out.TTL = &TTLInfo{Strategy: t.TTL.Strategy, TTLMinutes: t.TTL.Minutes, ExpiresAt: apiTime(t.TTL.ExpiresAt)}
 	}
 	b, err := json.Marshal(out)
-	if err == nil && checkFastReads {
-		th, gerr := s.Get(ctx, dep, tid, withTTL)
-		mustMatch("GET thread", b, th, gerr)
-	}
-	return b, err
+	return b, t.deleteAt(), true, err
 }
 
 // checkpointHead is the part of a stored checkpoint a snapshot needs.
@@ -165,12 +216,27 @@ type snapshotMDWire struct {
 }
 
 // GetStateJSON is GetState at the latest checkpoint, encoded: the thread
-// item and the checkpoint item, no map decoded.
+// item and the checkpoint item, no map decoded (the thread item alone when
+// its answer is kept).
 func (s *Service) GetStateJSON(ctx context.Context, dep, tid string) ([]byte, error) {
-	t, err := s.loadHead(ctx, dep, tid)
-	if err != nil {
-		return nil, err
+	b, err := s.cachedRead(ctx, renderState, dep, tid, func(data []byte) ([]byte, time.Time, bool, error) {
+		t, err := s.decodeHead(data, tid)
+		if err != nil {
+			return nil, time.Time{}, false, err
+		}
+		b, err := s.renderState(ctx, t)
+		return b, t.deleteAt(), true, err
+	})
+	if err == nil && checkFastReads {
+		st, gerr := s.GetState(ctx, dep, tid, "")
+		mustMatch("GET state", b, st, gerr)
 	}
+	return b, err
+}
+
+// renderState is GET state's answer for the thread t (its latest
+// checkpoint, which never changes once written).
+func (s *Service) renderState(ctx context.Context, t *threadHead) ([]byte, error) {
 	var md map[string]json.RawMessage
 	if len(t.Metadata) > 0 {
 		if err := json.Unmarshal(t.Metadata, &md); err != nil {
@@ -209,12 +275,7 @@ func (s *Service) GetStateJSON(ctx context.Context, dep, tid string) ([]byte, er
 		out.ParentCheckpoint = &CheckpointRef{CheckpointID: p, ThreadID: t.ID}
 		out.ParentCheckpointID = &p
 	}
-	b, err := json.Marshal(out)
-	if err == nil && checkFastReads {
-		st, gerr := s.GetState(ctx, dep, tid, "")
-		mustMatch("GET state", b, st, gerr)
-	}
-	return b, err
+	return json.Marshal(out)
 }
 
 // decodeCheckpointHead is decodeCheckpoint for a checkpointHead.

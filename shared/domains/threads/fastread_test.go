@@ -1,6 +1,12 @@
 package threads_test
 
-import "testing"
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/agentplane/agentplane/shared/domains/threads"
+)
 
 // The fast reads (GET a thread, GET its state) copy the stored metadata,
 // values and writes through instead of decoding and encoding them: every
@@ -46,6 +52,35 @@ func TestFastReadsMatchTheGeneralPath(t *testing.T) {
 			if r := e.do("GET", "/threads/"+id+path, nil); r.Status != 200 {
 				t.Fatalf("GET %s%s: %d %s", id, path, r.Status, r.Raw)
 			}
+		}
+	}
+}
+
+// TestFastReadsAfterRecreate: a thread deleted and created again under the
+// same id starts again at store version 1, with other content; its hot
+// reads must not answer what was kept for the first one.
+func TestFastReadsAfterRecreate(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const id = "7d4c2f4e-4a52-4c58-9a55-2a1c6a2b8f10"
+	for _, owner := range []string{"first", "second"} {
+		if _, err := e.svc.Create(ctx, e.dep, threads.CreateIn{ThreadID: id, Metadata: map[string]any{"graph_id": "agent", "owner": owner}}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ { // the second read is answered from the kept answer
+			b, err := e.svc.GetJSON(ctx, e.dep, id, false)
+			if err != nil || !strings.Contains(string(b), `"owner":"`+owner+`"`) {
+				t.Fatalf("%s: %s %v", owner, b, err)
+			}
+			if _, err := e.svc.GetStateJSON(ctx, e.dep, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.svc.Delete(ctx, e.dep, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.GetJSON(ctx, e.dep, id, false); err == nil {
+			t.Fatal("a deleted thread answered")
 		}
 	}
 }

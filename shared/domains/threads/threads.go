@@ -69,7 +69,14 @@ type Options struct {
 	Now func() time.Time
 	// SweepLimit bounds the threads one Sweep expires (default 1000).
 	SweepLimit int
+	// RenderCache bounds the bytes of hot-read answers kept in memory
+	// (renders.go): 0 means DefaultRenderCache, a negative value none.
+	RenderCache int
 }
+
+// DefaultRenderCache is the default budget of kept answers: about 40,000
+// threads' GET and state answers of a few hundred bytes each.
+const DefaultRenderCache = 32 << 20
 
 // Service implements the thread API.
 type Service struct {
@@ -79,6 +86,7 @@ type Service struct {
 	log        *slog.Logger
 	now        func() time.Time
 	sweepLimit int
+	renders    *renders
 }
 
 // New returns a Service.
@@ -96,6 +104,10 @@ func New(o Options) (*Service, error) {
 	if s.sweepLimit <= 0 {
 		s.sweepLimit = 1000
 	}
+	if o.RenderCache == 0 {
+		o.RenderCache = DefaultRenderCache
+	}
+	s.renders = newRenders(o.RenderCache)
 	return s, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/agentplane/agentplane/shared/compose"
@@ -13,7 +14,7 @@ import (
 )
 
 func (a *app) serveCommand() *cobra.Command {
-	var addr, dataDir string
+	var addr, dataDir, cpuProfile string
 	c := leaf("serve", "Run the local all-in-one server (every service on one port)", cobra.NoArgs, nil)
 	c.Long = `Run the local all-in-one server: every route group of the platform on one
 port, over the embedded store in the data directory. On an empty data directory
@@ -42,6 +43,19 @@ AGENTPLANE_ALLOW_LOCAL_REPOS, AGENTPLANE_WEBHOOK_SECRET, ...
 		if err := cfg.Check(); err != nil {
 			return usageErrorf("%v", err)
 		}
+		if cpuProfile != "" {
+			// For measuring the server under a real load generator
+			// (docs/performance.md); written when the server stops.
+			f, err := os.Create(cpuProfile)
+			if err != nil {
+				return usageErrorf("--cpu-profile: %v", err)
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
 		ctx := cmd.Context()
 		pr, err := local.New(ctx, cfg, nil)
 		if err != nil {
@@ -56,6 +70,7 @@ AGENTPLANE_ALLOW_LOCAL_REPOS, AGENTPLANE_WEBHOOK_SECRET, ...
 	})
 	c.Flags().StringVar(&addr, "addr", "", "listen address (overrides AGENTPLANE_ADDR; default 127.0.0.1:8000)")
 	c.Flags().StringVar(&dataDir, "data-dir", "", "data directory (overrides AGENTPLANE_DATA_DIR; default .data)")
+	c.Flags().StringVar(&cpuProfile, "cpu-profile", "", "write a CPU profile (pprof) of the whole run to this file when the server stops")
 	return c
 }
 

@@ -1,0 +1,74 @@
+package threads
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestRendersKeepOnlyWhatMatches(t *testing.T) {
+	r := newRenders(1 << 20)
+	now := time.Now()
+	k := renderKey(renderThread, "dep", "t1")
+	r.put(k, []byte(`{"v":1}`), []byte("one"), time.Time{})
+	if out, gone, ok := r.get(k, []byte(`{"v":1}`), now); !ok || gone || string(out) != "one" {
+		t.Fatalf("same bytes: %q %v %v", out, gone, ok)
+	}
+	// Other bytes (a write, a delete and create again): not the kept answer.
+	for _, src := range []string{`{"v":2}`, `{"v":1} `, ``} {
+		if _, _, ok := r.get(k, []byte(src), now); ok {
+			t.Fatalf("bytes %q answered from the cache", src)
+		}
+	}
+	// Another thread, kind or deployment: no answer.
+	for _, other := range []string{renderKey(renderThreadTTL, "dep", "t1"), renderKey(renderThread, "dep2", "t1"), renderKey(renderThread, "dep", "t2")} {
+		if _, _, ok := r.get(other, []byte(`{"v":1}`), now); ok {
+			t.Fatalf("%q answered from another key's entry", other)
+		}
+	}
+	// A delete TTL that has run out: the thread reads as absent.
+	r.put(k, []byte(`{"v":3}`), []byte("three"), now.Add(time.Minute))
+	if _, gone, ok := r.get(k, []byte(`{"v":3}`), now); !ok || gone {
+		t.Fatal("before the TTL")
+	}
+	if _, gone, ok := r.get(k, []byte(`{"v":3}`), now.Add(time.Minute)); !ok || !gone {
+		t.Fatal("after the TTL the thread must read as absent")
+	}
+	// No cache: every read renders.
+	var none *renders = newRenders(-1)
+	none.put(k, []byte("x"), []byte("y"), time.Time{})
+	if _, _, ok := none.get(k, []byte("x"), now); ok {
+		t.Fatal("a disabled cache answered")
+	}
+}
+
+func TestRendersStayWithinBudget(t *testing.T) {
+	const budget = 64 << 10
+	r := newRenders(budget)
+	out := make([]byte, 500)
+	for i := 0; i < 10000; i++ {
+		r.put(renderKey(renderState, "dep", fmt.Sprint(i)), []byte(fmt.Sprint(i)), out, time.Time{})
+	}
+	total, n := 0, 0
+	for i := range r.shards {
+		sh := &r.shards[i]
+		total += sh.bytes
+		n += len(sh.m)
+		sum := 0
+		for k, e := range sh.m {
+			sum += len(k) + len(e.out) + 64
+		}
+		if sum != sh.bytes {
+			t.Fatalf("shard %d counts %d bytes, holds %d", i, sh.bytes, sum)
+		}
+	}
+	if total > budget || n < budget/len(out)/2 {
+		t.Fatalf("%d bytes in %d entries for a budget of %d", total, n, budget)
+	}
+	// An answer over the size limit is not kept.
+	big := make([]byte, maxRendered+1)
+	r.put("big", []byte("src"), big, time.Time{})
+	if _, _, ok := r.get("big", []byte("src"), time.Now()); ok {
+		t.Fatal("an answer over maxRendered was kept")
+	}
+}
