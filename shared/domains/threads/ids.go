@@ -67,5 +67,11 @@ func uuidFrom(space, name string) string {
 
 func randomID() string { return uuid.NewString() }
 
+// newChainID names a new chain. Time-ordered, so that the chains created
+// together sit together in an ordered store (on bbolt a create then
+// appends to one page instead of dirtying a random one); DynamoDB hashes
+// the partition key, so the order costs nothing there.
+func newChainID(now time.Time) string { return newUUID7(now) }
+
 // shortHash renders the first 16 bytes of a digest.
 func shortHash(sum []byte) string { return hex.EncodeToString(sum[:16]) }

@@ -245,7 +245,7 @@ func (s *Service) Create(ctx context.Context, dep string, in CreateIn) (Thread, 
 		cps = append(cps, cp)
 		prev = cp
 	}
-	chain := randomID()
+	chain := newChainID(now)
 	t.Lineage = []segment{{Chain: chain}}
 	if prev != nil {
 		t.Latest, t.Status = prev.ID, statusOf(prev)
@@ -485,7 +485,7 @@ func (s *Service) Copy(ctx context.Context, dep, tid string) (Thread, error) {
 
 func (s *Service) copyOnce(ctx context.Context, src *threadRecord, v int64) (Thread, error) {
 	now := s.clock()
-	chain := randomID()
+	chain := newChainID(now)
 	nu := &threadRecord{
 		ID: newUUID7(now), Deployment: src.Deployment, CreatedAt: now, UpdatedAt: now, StateUpdatedAt: now,
 		Metadata: cloneJSON(src.Metadata).(map[string]any), Status: StatusIdle,

@@ -83,7 +83,7 @@ func (s *Service) prune(ctx context.Context, t *threadRecord, v int64) error {
 		return err
 	}
 	cp.Parent = ""
-	chain := randomID()
+	chain := newChainID(s.now())
 	op, bk, err := s.checkpointPut(ctx, t.Deployment, chain, cp)
 	if err != nil {
 		return err

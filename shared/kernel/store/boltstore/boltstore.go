@@ -51,7 +51,11 @@ var _ store.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the database file at path.
 func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	// The free list is not written at every commit (it is rebuilt by a
+	// scan when the file is opened): at tens of thousands of threads its
+	// pages were a large part of each commit's writes. The hash map form
+	// allocates in constant time. etcd runs bbolt the same way.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, err
 	}

@@ -1,8 +1,11 @@
 package boltstore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -100,5 +103,51 @@ func TestCloseTwice(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("second close: %v", err)
+	}
+}
+
+// The free list is not written at commits (boltstore.go): a reopened file
+// rebuilds it, so the pages freed before the close are used again rather
+// than the file growing.
+func TestReopenReusesFreedPages(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	fill := func(s *boltstore.Store, del bool) {
+		for i := 0; i < 50; i++ {
+			var ops []store.TxOp
+			for j := 0; j < 50; j++ {
+				k := store.Key{PK: "free", SK: fmt.Sprintf("%02d-%02d", i, j)}
+				if del {
+					ops = append(ops, store.TxOp{Kind: store.OpDelete, Key: k})
+				} else {
+					ops = append(ops, store.TxOp{Kind: store.OpPut, Item: store.Item{Key: k, Data: bytes.Repeat([]byte("x"), 1000)}})
+				}
+			}
+			if err := s.Transact(ctx, ops); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s := open(t, path)
+	fill(s, false)
+	fill(s, true)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	defer s.Close()
+	fill(s, false)
+	after, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Size() > before.Size() {
+		t.Fatalf("the file grew from %d to %d bytes: the freed pages were not reused", before.Size(), after.Size())
+	}
+	if p, err := s.Query(ctx, store.Query{PK: "free", Limit: 1000}); err != nil || len(p.Items) != 1000 {
+		t.Fatalf("after reopen: %v, %d items", err, len(p.Items))
 	}
 }
