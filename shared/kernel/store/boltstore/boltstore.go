@@ -276,8 +276,11 @@ func fromRecord(k store.Key, r record) store.Item {
 }
 
 // load reads k's stored record, live or not.
-func load(tx *bolt.Tx, k store.Key) (record, bool, error) {
-	v := tx.Bucket(baseBucket).Get(baseKey(k))
+func load(tx *bolt.Tx, k store.Key) (record, bool, error) { return loadAt(tx, baseKey(k), k) }
+
+// loadAt is load with k's encoded key bk.
+func loadAt(tx *bolt.Tx, bk []byte, k store.Key) (record, bool, error) {
+	v := tx.Bucket(baseBucket).Get(bk)
 	if v == nil {
 		return record{}, false, nil
 	}
@@ -321,10 +324,42 @@ func check(c store.Condition, r record, live bool) error {
 // condition or a limit has written nothing (see commit.go).
 type change struct {
 	k     store.Key
+	bk    []byte // baseKey(k)
 	old   record // what is stored, live or not
 	found bool
 	nr    record
-	del   bool // remove the item (when found) instead of writing nr
+	// ix are nr's index entries when prepared before the write (nil:
+	// computed when written).
+	ix  []entry
+	del bool // remove the item (when found) instead of writing nr
+}
+
+// entry is a key of an index bucket.
+type entry struct {
+	bucket []byte
+	key    []byte
+}
+
+// stored is what a key holds when a write is planned.
+type stored struct {
+	r     record
+	found bool // live or expired
+	live  bool
+}
+
+// current reads what bk (k's encoded key) holds.
+func current(tx *bolt.Tx, bk []byte, k store.Key, now time.Time) (stored, error) {
+	r, found, err := loadAt(tx, bk, k)
+	return stored{r: r, found: found, live: found && r.live(now)}, err
+}
+
+// indexEntries are the index keys of a record of k.
+func indexEntries(r record, k store.Key) []entry {
+	ix := make([]entry, 0, len(r.I))
+	for name, v := range r.I {
+		ix = append(ix, entry{bucket: []byte(name), key: indexKey(v, k)})
+	}
+	return ix
 }
 
 // apply writes c. Its errors are bbolt's own (never a condition), and
@@ -333,9 +368,9 @@ func (c change) apply(tx *bolt.Tx) error {
 	var err error
 	switch {
 	case c.del && c.found:
-		err = remove(tx, c.k, c.old)
+		err = removeAt(tx, c.bk, c.k, c.old)
 	case !c.del:
-		err = write(tx, c.k, c.old, c.found, c.nr)
+		err = c.write(tx)
 	}
 	if err != nil {
 		return dirty{err}
@@ -343,24 +378,28 @@ func (c change) apply(tx *bolt.Tx) error {
 	return nil
 }
 
-// write replaces k's record (old is what was stored, live or not) and its
+// write replaces the record (old is what was stored, live or not) and its
 // index and expiry entries.
-func write(tx *bolt.Tx, k store.Key, old record, hadOld bool, nr record) error {
-	if hadOld {
-		if err := dropEntries(tx, k, old); err != nil {
+func (c change) write(tx *bolt.Tx) error {
+	if c.found {
+		if err := dropEntries(tx, c.k, c.old); err != nil {
 			return err
 		}
 	}
-	if err := tx.Bucket(baseBucket).Put(baseKey(k), encodeRecord(nr)); err != nil {
+	if err := tx.Bucket(baseBucket).Put(c.bk, encodeRecord(c.nr)); err != nil {
 		return err
 	}
-	for name, v := range nr.I {
-		if err := tx.Bucket([]byte(name)).Put(indexKey(v, k), nil); err != nil {
+	ix := c.ix
+	if ix == nil {
+		ix = indexEntries(c.nr, c.k)
+	}
+	for _, e := range ix {
+		if err := tx.Bucket(e.bucket).Put(e.key, nil); err != nil {
 			return err
 		}
 	}
-	if nr.E != 0 {
-		return tx.Bucket(expiryBucket).Put(expiryKey(nr.E, k), nil)
+	if c.nr.E != 0 {
+		return tx.Bucket(expiryBucket).Put(expiryKey(c.nr.E, c.k), nil)
 	}
 	return nil
 }
@@ -377,11 +416,13 @@ func dropEntries(tx *bolt.Tx, k store.Key, old record) error {
 	return nil
 }
 
-func remove(tx *bolt.Tx, k store.Key, old record) error {
+func remove(tx *bolt.Tx, k store.Key, old record) error { return removeAt(tx, baseKey(k), k, old) }
+
+func removeAt(tx *bolt.Tx, bk []byte, k store.Key, old record) error {
 	if err := dropEntries(tx, k, old); err != nil {
 		return err
 	}
-	return tx.Bucket(baseBucket).Delete(baseKey(k))
+	return tx.Bucket(baseBucket).Delete(bk)
 }
 
 // Get implements store.Store.
@@ -405,19 +446,46 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 }
 
 func planPut(tx *bolt.Tx, it store.Item, c store.Condition, now time.Time) (change, error) {
-	old, found, live, err := loadLive(tx, it.Key, now)
+	p := prepare(store.TxOp{Kind: store.OpPut, Item: it, Cond: c})
+	cur, err := current(tx, p.bk, p.k, now)
 	if err != nil {
 		return change{}, err
 	}
-	if err := check(c, old, live); err != nil {
+	if err := check(c, cur.r, cur.live); err != nil {
 		return change{}, err
 	}
-	nr := toRecord(it)
-	nr.V = 1
-	if live {
-		nr.V = old.V + 1
+	return p.put(cur), nil
+}
+
+// prepared is an operation with what can be computed before the write
+// lock, on which every commit waits: its encoded key and, for a put, the
+// new record and its index entries.
+type prepared struct {
+	k    store.Key
+	bk   []byte
+	cond store.Condition
+	nr   record // OpPut, version unset
+	ix   []entry
+}
+
+func prepare(op store.TxOp) prepared {
+	k, c := txKey(op)
+	p := prepared{k: k, bk: baseKey(k), cond: c}
+	if op.Kind == store.OpPut {
+		p.nr = toRecord(op.Item)
+		p.ix = indexEntries(p.nr, k)
 	}
-	return change{k: it.Key, old: old, found: found, nr: nr}, nil
+	return p
+}
+
+// put is the change of a prepared put over what the key holds.
+func (p prepared) put(cur stored) change {
+	nr := p.nr
+	nr.V = 1
+	if cur.live {
+		nr.V = cur.r.V + 1
+	}
+	return change{k: p.k, bk: p.bk, old: cur.r, found: cur.found, nr: nr, ix: p.ix}
 }
 
 // Put implements store.Store.
@@ -444,13 +512,21 @@ func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (stor
 }
 
 func planUpdate(tx *bolt.Tx, u store.Update, now time.Time) (change, error) {
-	old, found, live, err := loadLive(tx, u.Key, now)
+	bk := baseKey(u.Key)
+	cur, err := current(tx, bk, u.Key, now)
 	if err != nil {
 		return change{}, err
 	}
-	if err := check(u.Cond, old, live); err != nil {
+	if err := check(u.Cond, cur.r, cur.live); err != nil {
 		return change{}, err
 	}
+	return updated(cur, bk, u)
+}
+
+// updated is the change of u over what the key holds (its condition
+// already checked).
+func updated(cur stored, bk []byte, u store.Update) (change, error) {
+	old, found, live := cur.r, cur.found, cur.live
 	// An expired item counts as absent: the update starts from nothing.
 	nr := record{V: 1}
 	if live {
@@ -487,7 +563,7 @@ func planUpdate(tx *bolt.Tx, u store.Update, now time.Time) (change, error) {
 	if store.Size(fromRecord(u.Key, nr)) > store.MaxItemSize {
 		return change{}, store.ErrTooLarge
 	}
-	return change{k: u.Key, old: old, found: found, nr: nr}, nil
+	return change{k: u.Key, bk: bk, old: old, found: found, nr: nr}, nil
 }
 
 func cloneMap[V any](m map[string]V) map[string]V {
@@ -522,14 +598,15 @@ func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) 
 }
 
 func planDelete(tx *bolt.Tx, k store.Key, c store.Condition, now time.Time) (change, error) {
-	old, found, live, err := loadLive(tx, k, now)
+	bk := baseKey(k)
+	cur, err := current(tx, bk, k, now)
 	if err != nil {
 		return change{}, err
 	}
-	if err := check(c, old, live); err != nil {
+	if err := check(c, cur.r, cur.live); err != nil {
 		return change{}, err
 	}
-	return change{k: k, old: old, found: found, del: true}, nil
+	return change{k: k, bk: bk, old: cur.r, found: cur.found, del: true}, nil
 }
 
 // Delete implements store.Store.
@@ -566,34 +643,39 @@ func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
 	if err := store.CheckTx(ops); err != nil {
 		return err
 	}
+	// Keys, records and index entries are encoded before the write lock,
+	// which every commit waits on.
+	preps := make([]prepared, len(ops))
+	for i, op := range ops {
+		preps[i] = prepare(op)
+	}
 	return s.commits.write(func(tx *bolt.Tx) error {
 		now := time.Now()
 		// Every condition is checked first, so the failing one is reported
 		// whatever else is wrong (operations touch distinct keys, so none
-		// can change another's outcome).
-		for i, op := range ops {
-			k, c := txKey(op)
-			r, _, live, err := loadLive(tx, k, now)
+		// can change another's outcome); each key is read once.
+		curs := make([]stored, len(ops))
+		for i, p := range preps {
+			cur, err := current(tx, p.bk, p.k, now)
 			if err != nil {
 				return err
 			}
-			if err := check(c, r, live); err != nil {
+			if err := check(p.cond, cur.r, cur.live); err != nil {
 				return &store.TxConditionError{Index: i}
 			}
+			curs[i] = cur
 		}
 		changes := make([]change, 0, len(ops))
-		for _, op := range ops {
+		for i, op := range ops {
 			var ch change
 			var err error
 			switch op.Kind {
 			case store.OpPut:
-				ch, err = planPut(tx, op.Item, store.Condition{}, now)
+				ch = preps[i].put(curs[i])
 			case store.OpUpdate:
-				u := op.Update
-				u.Cond = store.Condition{}
-				ch, err = planUpdate(tx, u, now)
+				ch, err = updated(curs[i], preps[i].bk, op.Update)
 			case store.OpDelete:
-				ch, err = planDelete(tx, op.Key, store.Condition{}, now)
+				ch = change{k: preps[i].k, bk: preps[i].bk, old: curs[i].r, found: curs[i].found, del: true}
 			case store.OpCheck:
 				continue
 			}
