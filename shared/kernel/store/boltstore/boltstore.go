@@ -432,17 +432,29 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 	}
 	var it store.Item
 	err := s.db.View(func(tx *bolt.Tx) error {
-		r, _, live, err := loadLive(tx, k, time.Now())
-		if err != nil {
-			return err
+		var live bool
+		var err error
+		it, live, err = readLive(tx, k, nanos(time.Now()))
+		if err == nil && !live {
+			err = store.ErrNotFound
 		}
-		if !live {
-			return store.ErrNotFound
-		}
-		it = fromRecord(k, r)
-		return nil
+		return err
 	})
 	return it, err
+}
+
+// readLive reads k as reads return it; live is false when it is absent or
+// expired at now (unix nanoseconds).
+func readLive(tx *bolt.Tx, k store.Key, now int64) (store.Item, bool, error) {
+	v := tx.Bucket(baseBucket).Get(baseKey(k))
+	if v == nil {
+		return store.Item{}, false, nil
+	}
+	it, live, err := readItem(k, v, now)
+	if err != nil {
+		return store.Item{}, false, fmt.Errorf("boltstore: item %q/%q: %w", k.PK, k.SK, err)
+	}
+	return it, live, nil
 }
 
 func planPut(tx *bolt.Tx, it store.Item, c store.Condition, now time.Time) (change, error) {
@@ -724,7 +736,7 @@ func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 		cursor = c
 	}
 	lo, hi := bounds(part, q.SK)
-	now := time.Now()
+	nowN := nanos(time.Now())
 	var page store.Page
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucket).Cursor()
@@ -751,7 +763,7 @@ func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 				}
 				key = store.Key{PK: pk, SK: bsk}
 			}
-			r, _, live, err := loadLive(tx, key, now)
+			it, live, err := readLive(tx, key, nowN)
 			if err != nil {
 				return err
 			}
@@ -763,7 +775,7 @@ func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 				page.Next = base64.RawURLEncoding.EncodeToString(last)
 				return nil
 			}
-			page.Items = append(page.Items, fromRecord(key, r))
+			page.Items = append(page.Items, it)
 			last = append(last[:0], k...)
 		}
 		return nil

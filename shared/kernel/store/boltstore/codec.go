@@ -2,8 +2,11 @@ package boltstore
 
 import (
 	"encoding/binary"
+	"time"
+
 	"encoding/json"
 	"errors"
+	"github.com/agentplane/agentplane/shared/kernel/store"
 	"sort"
 )
 
@@ -151,4 +154,84 @@ func decodeRecord(b []byte) (record, error) {
 		r.err = errCorrupt
 	}
 	return rec, r.err
+}
+
+// indexName returns the name of a known index without allocating.
+func indexName(b []byte) string {
+	for _, n := range store.IndexNames {
+		if string(b) == n {
+			return n
+		}
+	}
+	return string(b)
+}
+
+// readItem decodes a stored record straight into the item a read returns
+// (reads are most of the traffic: one map and two allocations for the
+// strings, where decodeRecord and fromRecord build two maps and a string
+// each), and reports whether it is live at now (unix nanoseconds).
+func readItem(k store.Key, b []byte, now int64) (store.Item, bool, error) {
+	if len(b) == 0 || b[0] != formatBinary {
+		r, err := decodeRecord(b)
+		return fromRecord(k, r), err == nil && (r.E == 0 || now < r.E), err
+	}
+	r := &reader{b: b[1:]}
+	it := store.Item{Key: k, Version: r.varint()}
+	e := r.varint()
+	if e != 0 {
+		it.ExpiresAt = time.Unix(0, e).UTC()
+	}
+	it.Data = r.bytes()
+	if it.Data == nil && r.err == nil {
+		it.Data = []byte{}
+	}
+	if n := r.count(); n > 0 {
+		it.Nums = make(map[string]int64, n)
+		for i := 0; i < n && r.err == nil; i++ {
+			k := r.str()
+			it.Nums[k] = r.varint()
+		}
+	}
+	if n := r.count(); n > 0 && r.err == nil {
+		// The index keys' strings share one allocation.
+		all := string(r.b)
+		it.Indexes = make(map[string]store.IndexKey, n)
+		for i := 0; i < n && r.err == nil; i++ {
+			name := indexName(r.raw())
+			pk, sk := r.sub(all), r.sub(all)
+			it.Indexes[name] = store.IndexKey{PK: pk, SK: sk}
+		}
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errCorrupt
+	}
+	if r.err != nil {
+		return store.Item{}, false, r.err
+	}
+	return it, e == 0 || now < e, nil
+}
+
+// raw returns the next string's bytes without copying them.
+func (r *reader) raw() []byte {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.err, r.b = errCorrupt, nil
+		return nil
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+// sub returns the next string as a substring of all, which holds the
+// reader's remaining bytes as they were when all was made.
+func (r *reader) sub(all string) string {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.err, r.b = errCorrupt, nil
+		return ""
+	}
+	start := len(all) - len(r.b)
+	r.b = r.b[n:]
+	return all[start : start+int(n)]
 }

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/kernel/store"
 )
 
 func TestRecordRoundTrip(t *testing.T) {
@@ -15,6 +18,7 @@ func TestRecordRoundTrip(t *testing.T) {
 		if err != nil || !reflect.DeepEqual(got, r) {
 			t.Fatalf("round trip: %v\n got %+v\nwant %+v", err, got, r)
 		}
+		checkReadItem(t, encodeRecord(r), r, nil)
 	}
 }
 
@@ -35,10 +39,34 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(`{"v":1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := decodeRecord(b)
+		checkReadItem(t, b, r, err)
 		if err == nil && len(b) > 0 && b[0] == formatBinary {
 			if again, err := decodeRecord(encodeRecord(r)); err != nil || !reflect.DeepEqual(again, r) {
 				t.Fatalf("re-encoding a decoded record: %v", err)
 			}
 		}
 	})
+}
+
+// checkReadItem: the read path's decoder (readItem) gives what decoding
+// the record and converting it gives, live or expired, and fails where
+// decodeRecord fails.
+func checkReadItem(t *testing.T, b []byte, r record, err error) {
+	t.Helper()
+	k := store.Key{PK: "p", SK: "s"}
+	for _, now := range []int64{1, r.E, r.E + 1, 1 << 62} {
+		it, live, ierr := readItem(k, b, now)
+		if (ierr != nil) != (err != nil) {
+			t.Fatalf("readItem error %v, decodeRecord error %v", ierr, err)
+		}
+		if err != nil {
+			continue
+		}
+		if live != r.live(time.Unix(0, now)) {
+			t.Fatalf("at %d: live %v, record live %v", now, live, !live)
+		}
+		if want := fromRecord(k, r); live && !reflect.DeepEqual(it, want) {
+			t.Fatalf("readItem\n got %+v\nwant %+v", it, want)
+		}
+	}
 }
