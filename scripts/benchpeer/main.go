@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,6 +148,9 @@ func run(o options) error {
 				if d := settle(ctx, t); d > time.Second {
 					fmt.Fprintf(os.Stderr, "%s answered promptly again after %s\n", t.name, d.Round(time.Second))
 				}
+				if d, busy := quiet(ctx); d > 2*time.Second {
+					fmt.Fprintf(os.Stderr, "the machine was quiet again after %s (last second %.0f%% busy)\n", d.Round(time.Second), 100*busy)
+				}
 				res, err := drive(t, w, o)
 				if err != nil {
 					// A server that cannot serve a workload (timeouts, errors) is
@@ -184,6 +188,57 @@ func settle(ctx context.Context, t *target) time.Duration {
 		time.Sleep(time.Second)
 	}
 	return time.Since(start)
+}
+
+// quiet waits (up to 2 minutes) until the machine's CPUs are idle, and
+// returns how long that took and the busy share of the last second.
+// After a workload the reference server keeps working in the background
+// (it writes its in-memory store to disk and collects a large heap),
+// and the next measurement, of either server, would share the cores with
+// that work: each server is measured with the other one at rest.
+func quiet(ctx context.Context) (time.Duration, float64) {
+	const idleBelow = 0.10
+	start := time.Now()
+	busy := 1.0
+	for time.Since(start) < 2*time.Minute && ctx.Err() == nil {
+		a, ok1 := cpuTimes()
+		time.Sleep(time.Second)
+		b, ok2 := cpuTimes()
+		if !ok1 || !ok2 || b[0] <= a[0] {
+			break // no /proc/stat: nothing to wait for
+		}
+		busy = 1 - float64(b[1]-a[1])/float64(b[0]-a[0])
+		if busy < idleBelow {
+			break
+		}
+	}
+	return time.Since(start), busy
+}
+
+// cpuTimes returns the machine's total and idle (idle and iowait) CPU
+// time from /proc/stat, in clock ticks.
+func cpuTimes() ([2]uint64, bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return [2]uint64{}, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return [2]uint64{}, false
+	}
+	var t [2]uint64
+	for i, v := range f[1:] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return [2]uint64{}, false
+		}
+		t[0] += n
+		if i == 3 || i == 4 { // idle, iowait
+			t[1] += n
+		}
+	}
+	return t, true
 }
 
 // chosen reports whether workload name is selected by only (comma-separated
