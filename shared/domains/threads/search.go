@@ -354,42 +354,70 @@ func (s *Service) pairMembers(ctx context.Context, dep, hash string, st *Stats) 
 // threads, until the page and one more match are found; perMatch sizes
 // the pages as in walk.
 func (s *Service) walkMembers(ctx context.Context, dep, hash string, f Filter, desc bool, offset, limit int, perMatch float64, st *Stats) ([]*threadRecord, bool, error) {
+	pg := &pager{offset: offset, limit: limit}
 	q := store.Query{PK: pairMembersPK(dep, hash), Desc: desc}
-	var page []*threadRecord
-	matched := 0
+	return s.walkPages(ctx, q, pg, perMatch, st, func(items []store.Item) (bool, error) {
+		ids := make([]string, len(items))
+		for i, it := range items {
+			ids[i] = memberThread(it.SK)
+		}
+		ts, err := s.getThreads(ctx, dep, ids, st)
+		if err != nil {
+			return false, err
+		}
+		for _, t := range ts {
+			if done, err := s.keep(ctx, t, f, pg, st); done || err != nil {
+				return done, err
+			}
+		}
+		return false, nil
+	})
+}
+
+// pager collects a walk's page: offset matches skipped, then limit kept.
+type pager struct {
+	offset, limit, matched int
+	page                   []*threadRecord
+}
+
+// keep counts t when f matches it, and reports when the page and one more
+// match are found.
+func (s *Service) keep(ctx context.Context, t *threadRecord, f Filter, pg *pager, st *Stats) (bool, error) {
+	ok, err := s.matches(ctx, t, f, st)
+	if err != nil || !ok {
+		return false, err
+	}
+	if pg.matched >= pg.offset+pg.limit {
+		return true, nil
+	}
+	if pg.matched >= pg.offset {
+		pg.page = append(pg.page, t)
+	}
+	pg.matched++
+	return false, nil
+}
+
+// walkPages reads q page by page, each sized for the matches still
+// missing (perMatch rows expected per match), and hands each page's items
+// to visit until it reports the page full or the query ends. It returns
+// the page and whether more matches exist.
+func (s *Service) walkPages(ctx context.Context, q store.Query, pg *pager, perMatch float64, st *Stats, visit func([]store.Item) (bool, error)) ([]*threadRecord, bool, error) {
 	for {
-		q.Limit = int(min(max(float64(offset+limit+1-matched)*max(perMatch, 1), 1), 100))
+		q.Limit = int(min(max(float64(pg.offset+pg.limit+1-pg.matched)*max(perMatch, 1), 1), 100))
 		res, err := s.st.Query(ctx, q)
 		if err != nil {
 			return nil, false, err
 		}
 		st.ItemsRead += len(res.Items)
-		ids := make([]string, len(res.Items))
-		for i, it := range res.Items {
-			ids[i] = memberThread(it.SK)
-		}
-		ts, err := s.getThreads(ctx, dep, ids, st)
+		done, err := visit(res.Items)
 		if err != nil {
 			return nil, false, err
 		}
-		for _, t := range ts {
-			ok, err := s.matches(ctx, t, f, st)
-			if err != nil {
-				return nil, false, err
-			}
-			if !ok {
-				continue
-			}
-			if matched >= offset+limit {
-				return page, true, nil
-			}
-			if matched >= offset {
-				page = append(page, t)
-			}
-			matched++
+		if done {
+			return pg.page, true, nil
 		}
 		if res.Next == "" {
-			return page, false, nil
+			return pg.page, false, nil
 		}
 		q.Cursor = res.Next
 	}
@@ -562,44 +590,24 @@ func (s *Service) walk(ctx context.Context, dep string, f Filter, sortBy string,
 		st.Plan = "index"
 	}
 	src := sourceFor(dep, f.Status, sortBy, desc)
-	var page []*threadRecord
-	matched := 0
-	q := src.q
-	for {
-		q.Limit = int(min(max(float64(offset+limit+1-matched)*max(perMatch, 1), 1), 100))
-		res, err := s.st.Query(ctx, q)
-		if err != nil {
-			return nil, false, err
-		}
-		st.ItemsRead += len(res.Items)
-		for _, it := range res.Items {
-			t, err := s.fromIndexItem(ctx, dep, it, src.companion, f, matched >= offset, st)
+	pg := &pager{offset: offset, limit: limit}
+	return s.walkPages(ctx, src.q, pg, perMatch, st, func(items []store.Item) (bool, error) {
+		for _, it := range items {
+			// A companion row before the offset is counted without
+			// reading its thread.
+			t, err := s.fromIndexItem(ctx, dep, it, src.companion, f, pg.matched >= offset, st)
 			if err != nil {
-				return nil, false, err
+				return false, err
 			}
 			if t == nil {
 				continue
 			}
-			ok, err := s.matches(ctx, t, f, st)
-			if err != nil {
-				return nil, false, err
+			if done, err := s.keep(ctx, t, f, pg, st); done || err != nil {
+				return done, err
 			}
-			if !ok {
-				continue
-			}
-			if matched >= offset+limit {
-				return page, true, nil
-			}
-			if matched >= offset {
-				page = append(page, t)
-			}
-			matched++
 		}
-		if res.Next == "" {
-			return page, false, nil
-		}
-		q.Cursor = res.Next
-	}
+		return false, nil
+	})
 }
 
 // walkAll reads every candidate in order (a filter no index answers) and
