@@ -291,12 +291,6 @@ func loadAt(tx *bolt.Tx, bk []byte, k store.Key) (record, bool, error) {
 	return r, true, nil
 }
 
-// loadLive reads k's record; live is false when it is absent or expired.
-func loadLive(tx *bolt.Tx, k store.Key, now time.Time) (r record, found, live bool, err error) {
-	r, found, err = load(tx, k)
-	return r, found, found && r.live(now), err
-}
-
 func check(c store.Condition, r record, live bool) error {
 	ok := true
 	switch c.Kind {
