@@ -695,12 +695,22 @@ func startReference(ctx context.Context, o options) (*target, func(), error) {
 		return nil, nil, errors.New("the reference server is not installed: npm ci --prefix " + o.refDir)
 	}
 	abs, _ := filepath.Abs(cli)
+	// The in-memory server writes its store to .langgraph_api and loads
+	// it again at start: without removing it, each run began with every
+	// thread of the runs before (the seed of 34,252 threads took 4.5
+	// minutes on an empty store, then 25, then over 66), and measured a
+	// server holding more than the agentplane beside it.
+	persisted := filepath.Join(o.refDir, ".langgraph_api")
+	if err := os.RemoveAll(persisted); err != nil {
+		return nil, nil, err
+	}
 	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("benchpeer-ref-%d.log", port))
-	stop, err := startProcess(ctx, o.refDir, []string{"LANGSMITH_TRACING=false", "LANGGRAPH_NO_BROWSER=1", "NODE_ENV=production"}, logPath,
+	stopProc, err := startProcess(ctx, o.refDir, []string{"LANGSMITH_TRACING=false", "LANGGRAPH_NO_BROWSER=1", "NODE_ENV=production"}, logPath,
 		abs, "dev", "--host", "127.0.0.1", "--port", fmt.Sprint(port), "--no-browser")
 	if err != nil {
 		return nil, nil, err
 	}
+	stop := func() { stopProc(); _ = os.RemoveAll(persisted) }
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	if err := waitUp(base+"/ok", 90*time.Second); err != nil {
 		stop()
