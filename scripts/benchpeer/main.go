@@ -82,6 +82,8 @@ type target struct {
 	client          *http.Client
 	ids             []string // seeded thread ids
 	shallow, deepID string
+	// pause stops (true) or resumes (false) the server's processes.
+	pause func(bool)
 }
 
 func run(o options) error {
@@ -151,7 +153,12 @@ func run(o options) error {
 				if d, busy := quiet(ctx); d > 2*time.Second {
 					fmt.Fprintf(os.Stderr, "the machine was quiet again after %s (last second %.0f%% busy)\n", d.Round(time.Second), 100*busy)
 				}
+				// The other server is paused while t is measured: the
+				// reference writes its store to disk on a timer, which
+				// would otherwise take a core from agentplane's turn.
+				pauseOthers(targets, t, true)
 				res, err := drive(t, w, o)
+				pauseOthers(targets, t, false)
 				if err != nil {
 					// A server that cannot serve a workload (timeouts, errors) is
 					// a result, reported in the table; the other workloads go on.
@@ -188,6 +195,15 @@ func settle(ctx context.Context, t *target) time.Duration {
 		time.Sleep(time.Second)
 	}
 	return time.Since(start)
+}
+
+// pauseOthers pauses or resumes every server but t.
+func pauseOthers(targets []*target, t *target, on bool) {
+	for _, o := range targets {
+		if o != t && o.pause != nil {
+			o.pause(on)
+		}
+	}
 }
 
 // quiet waits (up to 2 minutes) until the machine's CPUs are idle, and
@@ -556,29 +572,46 @@ func waitUp(url string, within time.Duration) error {
 	return fmt.Errorf("%s did not answer within %s", url, within)
 }
 
-func startProcess(ctx context.Context, dir string, env []string, logPath string, name string, args ...string) (func(), error) {
+// startProcess starts a server in a process group of its own, so that
+// stopping or pausing it reaches its children too (the reference runs
+// its server in a child of the CLI). pause(true) stops the whole group
+// (SIGSTOP), pause(false) lets it go on.
+func startProcess(ctx context.Context, dir string, env []string, logPath string, name string, args ...string) (stop func(), pause func(bool), err error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, append(os.Environ(), env...), logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return func() {
-		_ = cmd.Process.Signal(os.Interrupt)
+	group := -cmd.Process.Pid
+	pause = func(on bool) {
+		if on {
+			_ = syscall.Kill(group, syscall.SIGSTOP)
+		} else {
+			_ = syscall.Kill(group, syscall.SIGCONT)
+		}
+	}
+	stop = func() {
+		_ = syscall.Kill(group, syscall.SIGCONT)
+		_ = syscall.Kill(group, syscall.SIGINT)
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
+			_ = syscall.Kill(group, syscall.SIGKILL)
 			<-done
 		}
+		_ = syscall.Kill(group, syscall.SIGKILL) // children left behind
 		logf.Close()
-	}, nil
+	}
+	return stop, pause, nil
 }
 
 const benchKey = "ap_benchpeer_admin_key_0123456789abcdef"
@@ -607,7 +640,7 @@ func startAgentplane(ctx context.Context, o options, work string) (*target, func
 		return nil, nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	stop, err := startProcess(ctx, work, []string{"AGENTPLANE_ADDR=" + addr, "AGENTPLANE_DATA_DIR=" + filepath.Join(work, "data"),
+	stop, pause, err := startProcess(ctx, work, []string{"AGENTPLANE_ADDR=" + addr, "AGENTPLANE_DATA_DIR=" + filepath.Join(work, "data"),
 		"AGENTPLANE_BOOTSTRAP_API_KEY=" + benchKey, "AGENTPLANE_LOG_LEVEL=error"}, filepath.Join(work, "agentplane.log"), bin, serveArgs(o)...)
 	if err != nil {
 		return nil, nil, err
@@ -653,7 +686,7 @@ func startAgentplane(ctx context.Context, o options, work string) (*target, func
 		time.Sleep(100 * time.Millisecond)
 	}
 	return &target{name: "agentplane", base: base + "/deployments/" + d.ID, header: http.Header{"X-Api-Key": {benchKey}},
-		client: newClient(o.conns)}, stop, nil
+		client: newClient(o.conns), pause: pause}, stop, nil
 }
 
 // makeRepo commits the reference server's graph project into a git
@@ -705,7 +738,7 @@ func startReference(ctx context.Context, o options) (*target, func(), error) {
 		return nil, nil, err
 	}
 	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("benchpeer-ref-%d.log", port))
-	stopProc, err := startProcess(ctx, o.refDir, []string{"LANGSMITH_TRACING=false", "LANGGRAPH_NO_BROWSER=1", "NODE_ENV=production"}, logPath,
+	stopProc, pause, err := startProcess(ctx, o.refDir, []string{"LANGSMITH_TRACING=false", "LANGGRAPH_NO_BROWSER=1", "NODE_ENV=production"}, logPath,
 		abs, "dev", "--host", "127.0.0.1", "--port", fmt.Sprint(port), "--no-browser")
 	if err != nil {
 		return nil, nil, err
@@ -716,5 +749,5 @@ func startReference(ctx context.Context, o options) (*target, func(), error) {
 		stop()
 		return nil, nil, fmt.Errorf("%w (log: %s)", err, logPath)
 	}
-	return &target{name: "reference", base: base, header: http.Header{}, client: newClient(o.conns)}, stop, nil
+	return &target{name: "reference", base: base, header: http.Header{}, client: newClient(o.conns), pause: pause}, stop, nil
 }
