@@ -40,7 +40,8 @@ type threadHead struct {
 }
 
 func (t *threadHead) expired(now time.Time) bool {
-	return t.TTL != nil && t.TTL.Strategy == TTLDelete && !now.Before(t.TTL.ExpiresAt)
+	d := t.deleteAt()
+	return !d.IsZero() && !now.Before(d)
 }
 
 // threadItem reads a thread's stored bytes, whatever its TTL.
@@ -73,9 +74,9 @@ func (t *threadHead) deleteAt() time.Time {
 }
 
 // cachedRead answers a hot read from the answer kept for the thread's
-// stored bytes, or renders it and keeps it.
-// render returns the answer, when the thread reads as absent (its delete
-// TTL) and whether the answer may be kept (it came from data alone).
+// stored bytes, or renders it and keeps it. render returns the answer,
+// when the thread will read as absent (its delete TTL), and whether the
+// answer may be kept (it came from data alone).
 func (s *Service) cachedRead(ctx context.Context, kind byte, dep, tid string, render func(data []byte) (out []byte, expires time.Time, keep bool, err error)) ([]byte, error) {
 	data, err := s.threadItem(ctx, dep, tid)
 	if err != nil {

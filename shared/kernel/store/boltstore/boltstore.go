@@ -341,10 +341,15 @@ type stored struct {
 	live  bool
 }
 
-// current reads what bk (k's encoded key) holds.
-func current(tx *bolt.Tx, bk []byte, k store.Key, now time.Time) (stored, error) {
-	r, found, err := loadAt(tx, bk, k)
-	return stored{r: r, found: found, live: found && r.live(now)}, err
+// checked reads what p's key holds and checks p's condition on it (an
+// unmet condition is store.ErrConditionFailed).
+func (p prepared) checked(tx *bolt.Tx, now time.Time) (stored, error) {
+	r, found, err := loadAt(tx, p.bk, p.k)
+	if err != nil {
+		return stored{}, err
+	}
+	cur := stored{r: r, found: found, live: found && r.live(now)}
+	return cur, check(p.cond, cur.r, cur.live)
 }
 
 // indexEntries are the index keys of a record of k.
@@ -453,11 +458,8 @@ func readLive(tx *bolt.Tx, k store.Key, now int64) (store.Item, bool, error) {
 
 func planPut(tx *bolt.Tx, it store.Item, c store.Condition, now time.Time) (change, error) {
 	p := prepare(store.TxOp{Kind: store.OpPut, Item: it, Cond: c})
-	cur, err := current(tx, p.bk, p.k, now)
+	cur, err := p.checked(tx, now)
 	if err != nil {
-		return change{}, err
-	}
-	if err := check(c, cur.r, cur.live); err != nil {
 		return change{}, err
 	}
 	return p.put(cur), nil
@@ -494,6 +496,11 @@ func (p prepared) put(cur stored) change {
 	return change{k: p.k, bk: p.bk, old: cur.r, found: cur.found, nr: nr, ix: p.ix}
 }
 
+// del is the change of a prepared delete over what the key holds.
+func (p prepared) del(cur stored) change {
+	return change{k: p.k, bk: p.bk, old: cur.r, found: cur.found, del: true}
+}
+
 // Put implements store.Store.
 func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (store.Item, error) {
 	if err := store.CheckItem(it); err != nil {
@@ -518,15 +525,12 @@ func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (stor
 }
 
 func planUpdate(tx *bolt.Tx, u store.Update, now time.Time) (change, error) {
-	bk := baseKey(u.Key)
-	cur, err := current(tx, bk, u.Key, now)
+	p := prepare(store.TxOp{Kind: store.OpUpdate, Update: u})
+	cur, err := p.checked(tx, now)
 	if err != nil {
 		return change{}, err
 	}
-	if err := check(u.Cond, cur.r, cur.live); err != nil {
-		return change{}, err
-	}
-	return updated(cur, bk, u)
+	return updated(cur, p.bk, u)
 }
 
 // updated is the change of u over what the key holds (its condition
@@ -604,15 +608,12 @@ func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) 
 }
 
 func planDelete(tx *bolt.Tx, k store.Key, c store.Condition, now time.Time) (change, error) {
-	bk := baseKey(k)
-	cur, err := current(tx, bk, k, now)
+	p := prepare(store.TxOp{Kind: store.OpDelete, Key: k, Cond: c})
+	cur, err := p.checked(tx, now)
 	if err != nil {
 		return change{}, err
 	}
-	if err := check(c, cur.r, cur.live); err != nil {
-		return change{}, err
-	}
-	return change{k: k, bk: bk, old: cur.r, found: cur.found, del: true}, nil
+	return p.del(cur), nil
 }
 
 // Delete implements store.Store.
@@ -662,12 +663,12 @@ func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
 		// can change another's outcome); each key is read once.
 		curs := make([]stored, len(ops))
 		for i, p := range preps {
-			cur, err := current(tx, p.bk, p.k, now)
+			cur, err := p.checked(tx, now)
+			if errors.Is(err, store.ErrConditionFailed) {
+				return &store.TxConditionError{Index: i}
+			}
 			if err != nil {
 				return err
-			}
-			if err := check(p.cond, cur.r, cur.live); err != nil {
-				return &store.TxConditionError{Index: i}
 			}
 			curs[i] = cur
 		}
@@ -681,7 +682,7 @@ func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
 			case store.OpUpdate:
 				ch, err = updated(curs[i], preps[i].bk, op.Update)
 			case store.OpDelete:
-				ch = change{k: preps[i].k, bk: preps[i].bk, old: curs[i].r, found: curs[i].found, del: true}
+				ch = preps[i].del(curs[i])
 			case store.OpCheck:
 				continue
 			}

@@ -2,12 +2,12 @@ package boltstore
 
 import (
 	"encoding/binary"
-	"time"
-
 	"encoding/json"
 	"errors"
-	"github.com/agentplane/agentplane/shared/kernel/store"
 	"sort"
+	"time"
+
+	"github.com/agentplane/agentplane/shared/kernel/store"
 )
 
 // Records are stored in a compact binary form (a JSON decode cost several
@@ -90,27 +90,16 @@ func (r *reader) uvarint() uint64 {
 
 // bytes returns a copy: bbolt's memory is only valid inside its transaction.
 func (r *reader) bytes() []byte {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.err, r.b = errCorrupt, nil
+	b := r.raw()
+	if r.err != nil {
 		return nil
 	}
-	out := make([]byte, n)
-	copy(out, r.b)
-	r.b = r.b[n:]
+	out := make([]byte, len(b))
+	copy(out, b)
 	return out
 }
 
-func (r *reader) str() string {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.err, r.b = errCorrupt, nil
-		return ""
-	}
-	out := string(r.b[:n])
-	r.b = r.b[n:]
-	return out
-}
+func (r *reader) str() string { return string(r.raw()) }
 
 func (r *reader) count() int {
 	n := r.uvarint()
@@ -226,12 +215,10 @@ func (r *reader) raw() []byte {
 // sub returns the next string as a substring of all, which holds the
 // reader's remaining bytes as they were when all was made.
 func (r *reader) sub(all string) string {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.err, r.b = errCorrupt, nil
+	b := r.raw()
+	if r.err != nil {
 		return ""
 	}
-	start := len(all) - len(r.b)
-	r.b = r.b[n:]
-	return all[start : start+int(n)]
+	end := len(all) - len(r.b) // just past the string
+	return all[end-len(b) : end]
 }
