@@ -28,7 +28,18 @@ import (
 var (
 	baseBucket   = []byte("items")
 	expiryBucket = []byte("expiry")
+	// buckets are all the buckets: the base table, expiry times and one
+	// per secondary index.
+	buckets = append([][]byte{baseBucket, expiryBucket}, indexBuckets()...)
 )
+
+func indexBuckets() [][]byte {
+	out := make([][]byte, len(store.IndexNames))
+	for i, n := range store.IndexNames {
+		out[i] = []byte(n)
+	}
+	return out
+}
 
 // pageSize is the page of a query whose Limit is 0.
 const pageSize = 100
@@ -60,8 +71,8 @@ func Open(path string) (*Store, error) {
 		return nil, err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range append([]string{string(baseBucket), string(expiryBucket)}, store.IndexNames...) {
-			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+		for _, name := range buckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
 		}
@@ -72,7 +83,7 @@ func Open(path string) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{db: db, stop: make(chan struct{})}
-	s.commits.db = db
+	s.commits.start(db)
 	s.done.Add(1)
 	go s.sweep()
 	return s, nil
@@ -80,7 +91,10 @@ func Open(path string) (*Store, error) {
 
 // Close stops the sweep and closes the database.
 func (s *Store) Close() error {
-	s.once.Do(func() { close(s.stop) })
+	s.once.Do(func() {
+		close(s.stop)
+		s.commits.stop()
+	})
 	s.done.Wait()
 	return s.db.Close()
 }

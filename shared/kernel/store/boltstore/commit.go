@@ -3,7 +3,9 @@ package boltstore
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -11,10 +13,19 @@ import (
 // Group commit. Every bbolt commit costs an fsync (two, data and meta), and
 // bbolt runs one writer at a time, so writers one after another are bound
 // by the disk. The committer lets concurrent writers share a transaction:
-// the first writer to arrive commits at once (a lone writer waits for
-// nothing); writers that arrive while a commit is on the disk queue up, and
-// the first of them then commits all of them in one transaction, in arrival
-// order. Each is durable when its call returns.
+// one goroutine of the store commits, batch after batch; a writer queues
+// its write and waits. A lone writer's write is committed at once (it
+// waits for nothing but a goroutine switch); writers that arrive while a
+// commit is on the disk queue up and go, in arrival order, into the next
+// transaction, which starts as soon as the one before is durable. Each
+// write is durable when its call returns.
+//
+// The committer used to be whichever writer came first, handing the role
+// to the first queued writer after each commit. Under load that writer
+// then waited for a CPU behind the request goroutines the commit had just
+// woken: 350µs, on average, in which the disk sat idle (about a fifth of
+// each commit's time at 32 connections). A goroutine that does nothing
+// else goes straight on to the next batch: about 1µs between commits.
 //
 // bbolt's own DB.Batch was not used: it waits up to 10ms to fill a batch
 // (a lone writer's latency), and when one function fails it rolls the
@@ -34,6 +45,9 @@ import (
 // not grow without bound under a flood of writers.
 const maxBatch = 256
 
+// errClosed answers writes that come after Close.
+var errClosed = errors.New("boltstore: the store is closed")
+
 // dirty marks an error after which the transaction is half-written.
 type dirty struct{ err error }
 
@@ -44,67 +58,127 @@ type writeReq struct {
 	fn       func(*bolt.Tx) error
 	err      error
 	panicked any
-	// lead receives true when this writer is to commit the next batch,
-	// false when its write has been committed (or has failed).
-	lead chan bool
+	done     chan struct{} // receives once the write is committed or failed
+	next     *writeReq     // the request queued before this one
 }
 
+// committer's queue is a stack that writers push onto with a
+// compare-and-swap and the committing goroutine empties in one swap. It
+// had been a slice under a mutex: the committing goroutine, having just
+// woken a batch's writers onto its own CPU's run queue, could not spin for
+// that mutex when a writer held it, so it slept and waited for a CPU
+// behind them (about 300µs a batch, with the disk idle).
 type committer struct {
-	db      *bolt.DB
-	mu      sync.Mutex
-	queue   []*writeReq
-	leading bool // a writer is committing a batch
+	db     *bolt.DB
+	head   atomic.Pointer[writeReq] // the last request queued; closed once stopped
+	wake   chan struct{}            // capacity 1: the queue was empty and has a write
+	quit   chan struct{}            // closed by stop
+	exited chan struct{}
 }
 
-var reqPool = sync.Pool{New: func() any { return &writeReq{lead: make(chan bool, 1)} }}
+// closed heads the queue of a stopped committer.
+var closed = &writeReq{}
+
+var reqPool = sync.Pool{New: func() any { return &writeReq{done: make(chan struct{}, 1)} }}
+
+// start runs the committing goroutine until stop.
+func (c *committer) start(db *bolt.DB) {
+	c.db = db
+	c.wake = make(chan struct{}, 1)
+	c.quit = make(chan struct{})
+	c.exited = make(chan struct{})
+	go c.loop()
+}
+
+// stop lets the queued writes commit, refuses new ones and returns once
+// the goroutine has exited.
+func (c *committer) stop() {
+	close(c.quit)
+	<-c.exited
+}
+
+func (c *committer) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
 
 // write runs fn in a write transaction shared with concurrent writers, and
 // returns once that transaction is committed (or fn failed).
 func (c *committer) write(fn func(*bolt.Tx) error) error {
 	r := reqPool.Get().(*writeReq)
 	r.fn = fn
-	c.mu.Lock()
-	c.queue = append(c.queue, r)
-	if c.leading {
-		c.mu.Unlock()
-		if lead := <-r.lead; !lead {
-			return r.finish()
+	for {
+		old := c.head.Load()
+		if old == closed {
+			r.fn = nil
+			reqPool.Put(r)
+			return errClosed
 		}
-		c.mu.Lock()
-	} else {
-		c.leading = true
-	}
-	n := min(len(c.queue), maxBatch)
-	batch := c.queue[:n:n]
-	if n == len(c.queue) {
-		c.queue = nil
-	} else {
-		c.queue = c.queue[n:]
-	}
-	c.mu.Unlock()
-
-	c.commit(batch)
-	for _, o := range batch {
-		if o != r {
-			o.lead <- false
+		r.next = old
+		if c.head.CompareAndSwap(old, r) {
+			if old == nil {
+				c.signal()
+			}
+			break
 		}
 	}
-
-	c.mu.Lock()
-	if len(c.queue) > 0 {
-		c.queue[0].lead <- true
-	} else {
-		c.leading = false
-	}
-	c.mu.Unlock()
+	<-r.done
 	return r.finish()
+}
+
+func (c *committer) loop() {
+	defer close(c.exited)
+	var batch []*writeReq
+	for stopped := false; !stopped; {
+		top := c.head.Swap(nil)
+		if top == nil {
+			select {
+			case <-c.wake:
+				continue
+			case <-c.quit:
+			}
+			// Stopped: refuse new writes, then commit the last ones.
+			stopped = true
+			top = c.head.Swap(closed)
+		}
+		batch = batch[:0]
+		for r := top; r != nil; r = r.next {
+			batch = append(batch, r)
+		}
+		slices.Reverse(batch) // arrival order
+		for i := 0; i < len(batch); i += maxBatch {
+			part := batch[i:min(i+maxBatch, len(batch))]
+			c.guarded(part)
+			for _, r := range part {
+				r.next = nil
+				r.done <- struct{}{}
+			}
+		}
+		clear(batch) // the requests go back to the pool
+	}
+}
+
+// guarded commits batch; should bbolt itself panic, each writer of the
+// batch re-raises the panic in its own goroutine (where net/http recovers
+// it) instead of the process dying in this one.
+func (c *committer) guarded(batch []*writeReq) {
+	defer func() {
+		if p := recover(); p != nil {
+			for _, r := range batch {
+				r.panicked = p
+			}
+		}
+	}()
+	c.commit(batch)
 }
 
 // finish returns the request to the pool and its outcome to the caller,
 // re-raising a panic of its function in the caller's goroutine.
 func (r *writeReq) finish() error {
 	err, p := r.err, r.panicked
-	*r = writeReq{lead: r.lead}
+	*r = writeReq{done: r.done}
 	reqPool.Put(r)
 	if p != nil {
 		panic(p)
@@ -130,7 +204,7 @@ func (c *committer) commit(batch []*writeReq) {
 		c.solo(batch[0])
 		return
 	}
-	tx, err := c.db.Begin(true)
+	tx, err := begin(c.db)
 	if err != nil {
 		for _, r := range batch {
 			r.err = err
@@ -163,7 +237,7 @@ func (c *committer) commit(batch []*writeReq) {
 
 // solo runs r in a transaction of its own.
 func (c *committer) solo(r *writeReq) {
-	tx, err := c.db.Begin(true)
+	tx, err := begin(c.db)
 	if err != nil {
 		r.err = err
 		return
@@ -178,4 +252,27 @@ func (c *committer) solo(r *writeReq) {
 		return
 	}
 	r.err = tx.Commit()
+}
+
+// fillPercent is how full bbolt leaves a page it splits. Most keys here
+// grow at one end (time-ordered thread and chain ids, created_at and
+// updated_at index entries), and bbolt's default of one half left every
+// page behind the growing end half empty: more pages, more of them dirty
+// per commit, and a commit's fsync costs by the page. At 0.9 a create
+// batch wrote 24% fewer pages (83 to 63 for 18 creates). etcd uses 0.9
+// for its sequential keys.
+const fillPercent = 0.9
+
+// begin starts a write transaction whose buckets split at fillPercent.
+func begin(db *bolt.DB) (*bolt.Tx, error) {
+	tx, err := db.Begin(true)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range buckets {
+		if b := tx.Bucket(name); b != nil {
+			b.FillPercent = fillPercent
+		}
+	}
+	return tx, nil
 }

@@ -66,3 +66,57 @@ func TestCommitterPanicStaysWithItsWriter(t *testing.T) {
 		}
 	}
 }
+
+// Close commits what is queued and refuses what comes after; no writer
+// racing it is left waiting, and what it was told is committed is on disk.
+func TestCommitterStopsCleanly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket := []byte("test")
+	if err := s.db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+		t.Fatal(err)
+	}
+	const writers = 64
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for i := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.commits.write(func(tx *bolt.Tx) error {
+				return tx.Bucket(bucket).Put([]byte{byte(i)}, []byte("v"))
+			})
+		}()
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	var committed []int
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			committed = append(committed, i)
+		case !errors.Is(err, errClosed):
+			t.Errorf("writer %d: %v", i, err)
+		}
+	}
+	if err := s.commits.write(func(*bolt.Tx) error { return nil }); !errors.Is(err, errClosed) {
+		t.Errorf("a write after stop: %v, want errClosed", err)
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, i := range committed {
+		var got []byte
+		_ = db.View(func(tx *bolt.Tx) error { got = tx.Bucket(bucket).Get([]byte{byte(i)}); return nil })
+		if string(got) != "v" {
+			t.Errorf("writer %d was told its write committed, but it is not stored", i)
+		}
+	}
+}
