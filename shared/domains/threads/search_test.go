@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"testing"
@@ -479,4 +480,89 @@ func TestSearchPairOrdered(t *testing.T) {
 		}
 	}
 	check(7)
+}
+
+// The pair-ordered plan with a status filter, and with threads whose TTL
+// has run out but which the sweeper has not removed yet: both are
+// rejected on the thread's bytes, and the total is still exact.
+func TestSearchPairOrderedStatusAndExpiry(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	const n, groups = 300, 10
+	var ids []string
+	for i := 0; i < n; i++ {
+		e.clock.advance(time.Second)
+		id := uuid.NewString() // random: id order is not creation order
+		e.create(map[string]any{"thread_id": id, "metadata": map[string]any{"graph_id": "agent", "group": fmt.Sprintf("g%d", i%groups)}})
+		ids = append(ids, id)
+	}
+	expired := map[string]bool{}
+	for i, id := range ids {
+		switch {
+		case i%7 == 0:
+			if err := e.svc.SetStatus(ctx, e.dep, id, "busy"); err != nil {
+				t.Fatal(err)
+			}
+		case i%11 == 0:
+			if err := e.svc.SetStatus(ctx, e.dep, id, "error"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if i%groups == 1 && i%3 == 0 {
+			e.must(200, "PATCH", "/threads/"+id, map[string]any{"ttl": 1})
+			expired[id] = true
+		}
+	}
+	// Every thread of g1 as the API shows it, oldest first, before the TTLs run out.
+	var g1 []map[string]any
+	for i, id := range ids {
+		if i%groups == 1 {
+			g1 = append(g1, e.must(200, "GET", "/threads/"+id, nil).M())
+		}
+	}
+	e.clock.advance(2 * time.Minute)
+	if len(expired) == 0 {
+		t.Fatal("the fixture expires no thread")
+	}
+	for _, status := range []string{"", "idle", "busy", "error"} {
+		var want []string
+		for _, th := range g1 {
+			id := str(th, "thread_id")
+			if !expired[id] && (status == "" || th["status"] == status) {
+				want = append(want, id)
+			}
+		}
+		if len(want) < 2 {
+			t.Fatalf("status %q: the fixture has %d live threads in g1", status, len(want))
+		}
+		for _, desc := range []bool{false, true} {
+			if desc {
+				want = append([]string(nil), want...)
+				slices.Reverse(want)
+			}
+			for _, page := range []struct{ offset, limit int }{{0, 10}, {10, 10}, {0, 1}, {len(want) - 1, 10}, {len(want), 10}, {0, 1000}} {
+				var st threads.Stats
+				res, err := e.svc.Search(threads.WithStats(ctx, &st), e.dep, threads.SearchIn{
+					Limit: page.limit, Offset: page.offset, SortBy: "created_at", Desc: desc,
+					Filter: threads.Filter{Status: status, Metadata: map[string]any{"group": "g1"}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, th := range res.Threads {
+					got = append(got, th["thread_id"].(string))
+				}
+				end := min(page.offset+page.limit, len(want))
+				if wantPage := want[min(page.offset, end):end]; !slices.Equal(got, wantPage) {
+					t.Errorf("status %q desc %v %+v (plan %s): got %v, want %v", status, desc, page, st.Plan, got, wantPage)
+				}
+				if res.Total != len(want) || res.More != (end < len(want)) {
+					t.Errorf("status %q desc %v %+v (plan %s): total %d more %v, want %d", status, desc, page, st.Plan, res.Total, res.More, len(want))
+				}
+				if (status == "" || status == "idle") && page.offset == 0 && page.limit == 10 && st.Plan != "pair-ordered" {
+					t.Errorf("status %q desc %v: plan %s, want pair-ordered", status, desc, st.Plan)
+				}
+			}
+		}
+	}
 }
