@@ -339,7 +339,8 @@ type change struct {
 	// ix are nr's index entries when prepared before the write (nil:
 	// computed when written).
 	ix  []entry
-	del bool // remove the item (when found) instead of writing nr
+	enc []byte // nr encoded, when prepared before the write (nil: encoded when written)
+	del bool   // remove the item (when found) instead of writing nr
 }
 
 // entry is a key of an index bucket.
@@ -399,7 +400,11 @@ func (c change) write(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	if err := tx.Bucket(baseBucket).Put(c.bk, encodeRecord(c.nr)); err != nil {
+	enc := c.enc
+	if enc == nil {
+		enc = encodeRecord(c.nr)
+	}
+	if err := tx.Bucket(baseBucket).Put(c.bk, enc); err != nil {
 		return err
 	}
 	ix := c.ix
@@ -470,15 +475,6 @@ func readLive(tx *bolt.Tx, k store.Key, now int64) (store.Item, bool, error) {
 	return it, live, nil
 }
 
-func planPut(tx *bolt.Tx, it store.Item, c store.Condition, now time.Time) (change, error) {
-	p := prepare(store.TxOp{Kind: store.OpPut, Item: it, Cond: c})
-	cur, err := p.checked(tx, now)
-	if err != nil {
-		return change{}, err
-	}
-	return p.put(cur), nil
-}
-
 // prepared is an operation with what can be computed before the write
 // lock, on which every commit waits: its encoded key and, for a put, the
 // new record and its index entries.
@@ -488,6 +484,11 @@ type prepared struct {
 	cond store.Condition
 	nr   record // OpPut, version unset
 	ix   []entry
+	// enc is nr encoded with the version it will most likely get (1, or
+	// one past the version its condition names), so that the common case
+	// is not encoded under the write lock.
+	enc  []byte
+	encV int64
 }
 
 func prepare(op store.TxOp) prepared {
@@ -496,6 +497,13 @@ func prepare(op store.TxOp) prepared {
 	if op.Kind == store.OpPut {
 		p.nr = toRecord(op.Item)
 		p.ix = indexEntries(p.nr, k)
+		p.encV = 1
+		if c.Kind == store.IfVersion {
+			p.encV = c.Version + 1
+		}
+		r := p.nr
+		r.V = p.encV
+		p.enc = encodeRecord(r)
 	}
 	return p
 }
@@ -507,7 +515,11 @@ func (p prepared) put(cur stored) change {
 	if cur.live {
 		nr.V = cur.r.V + 1
 	}
-	return change{k: p.k, bk: p.bk, old: cur.r, found: cur.found, nr: nr, ix: p.ix}
+	ch := change{k: p.k, bk: p.bk, old: cur.r, found: cur.found, nr: nr, ix: p.ix}
+	if nr.V == p.encV {
+		ch.enc = p.enc
+	}
+	return ch
 }
 
 // del is the change of a prepared delete over what the key holds.
@@ -523,12 +535,14 @@ func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (stor
 	if err := store.CheckCond(c); err != nil {
 		return store.Item{}, err
 	}
+	p := prepare(store.TxOp{Kind: store.OpPut, Item: it, Cond: c})
 	var nr record
 	err := s.commits.write(func(tx *bolt.Tx) error {
-		ch, err := planPut(tx, it, c, time.Now())
+		cur, err := p.checked(tx, time.Now())
 		if err != nil {
 			return err
 		}
+		ch := p.put(cur)
 		nr = ch.nr
 		return ch.apply(tx)
 	})
