@@ -39,6 +39,7 @@ func main() {
 	flag.IntVar(&o.threads, "threads", 34252, "threads seeded in each server")
 	flag.IntVar(&o.conns, "c", 32, "concurrent connections")
 	flag.DurationVar(&o.duration, "d", 10*time.Second, "duration of each workload")
+	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured run of each workload on each server just before it is measured (0: none)")
 	flag.IntVar(&o.deep, "deep", 10000, "checkpoints of the deep thread (history and copy)")
 	flag.StringVar(&o.gen, "gen", "", "load generator: wrk (Debian's wrk, when installed: the default) or go (in this process)")
 	flag.IntVar(&o.rounds, "rounds", 1, "times each workload is measured on the seeded servers (a table per round)")
@@ -65,7 +66,7 @@ func main() {
 type options struct {
 	agentplane, refDir string
 	threads, conns     int
-	duration           time.Duration
+	duration, warmup   time.Duration
 	deep               int
 	only               string
 	gen                string
@@ -157,6 +158,14 @@ func run(o options) error {
 				// reference writes its store to disk on a timer, which
 				// would otherwise take a core from agentplane's turn.
 				pauseOthers(targets, t, true)
+				if o.warmup > 0 {
+					// Unmeasured: a server idle for minutes (while the other
+					// was seeded) starts with cold caches, a shrunk heap
+					// and, for the reference, code not yet compiled.
+					wo := o
+					wo.duration = o.warmup
+					_, _ = drive(t, w, wo)
+				}
 				res, err := drive(t, w, o)
 				pauseOthers(targets, t, false)
 				if err != nil {
@@ -277,7 +286,7 @@ type row struct {
 }
 
 func printTable(w io.Writer, rows []row, o options) {
-	fmt.Fprintf(w, "\n%d threads in each server, %d connections, %s per workload, loopback, load generator %s\n\n", o.threads, o.conns, o.duration, o.gen)
+	fmt.Fprintf(w, "\n%d threads in each server, %d connections, %s per workload after %s unmeasured, loopback, load generator %s\n\n", o.threads, o.conns, o.duration, o.warmup, o.gen)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "| workload\t| agentplane req/s\t| p50\t| reference req/s\t| p50\t| ratio |")
 	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|--- |")
