@@ -446,17 +446,7 @@ func TestSearchPairOrdered(t *testing.T) {
 				t.Fatalf("expected %d threads in g1, have %d", n/groups-deleted, len(want))
 			}
 			for _, page := range []struct{ offset, limit int }{{0, 10}, {10, 10}, {0, 1}, {len(want) - 5, 10}, {len(want), 10}, {0, 1000}} {
-				var st threads.Stats
-				res, err := e.svc.Search(threads.WithStats(ctx, &st), e.dep, threads.SearchIn{
-					Limit: page.limit, Offset: page.offset, SortBy: "created_at", Desc: desc,
-					Filter: threads.Filter{Metadata: map[string]any{"group": "g1"}}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got []string
-				for _, th := range res.Threads {
-					got = append(got, th["thread_id"].(string))
-				}
+				got, res, st := searchGroup(t, e, "", desc, page.offset, page.limit)
 				end := min(page.offset+page.limit, len(want))
 				if !reflect.DeepEqual(got, want[min(page.offset, end):end]) && !(len(got) == 0 && page.offset >= len(want)) {
 					t.Errorf("desc %v %+v: got %v, want %v", desc, page, got, want[page.offset:end])
@@ -541,17 +531,7 @@ func TestSearchPairOrderedStatusAndExpiry(t *testing.T) {
 				slices.Reverse(want)
 			}
 			for _, page := range []struct{ offset, limit int }{{0, 10}, {10, 10}, {0, 1}, {len(want) - 1, 10}, {len(want), 10}, {0, 1000}} {
-				var st threads.Stats
-				res, err := e.svc.Search(threads.WithStats(ctx, &st), e.dep, threads.SearchIn{
-					Limit: page.limit, Offset: page.offset, SortBy: "created_at", Desc: desc,
-					Filter: threads.Filter{Status: status, Metadata: map[string]any{"group": "g1"}}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var got []string
-				for _, th := range res.Threads {
-					got = append(got, th["thread_id"].(string))
-				}
+				got, res, st := searchGroup(t, e, status, desc, page.offset, page.limit)
 				end := min(page.offset+page.limit, len(want))
 				if wantPage := want[min(page.offset, end):end]; !slices.Equal(got, wantPage) {
 					t.Errorf("status %q desc %v %+v (plan %s): got %v, want %v", status, desc, page, st.Plan, got, wantPage)
@@ -565,4 +545,23 @@ func TestSearchPairOrderedStatusAndExpiry(t *testing.T) {
 			}
 		}
 	}
+}
+
+// searchGroup searches the threads of metadata group g1 (and of status,
+// when given) sorted by created_at, and returns the page's thread ids,
+// the result and what the search read.
+func searchGroup(t *testing.T, e *env, status string, desc bool, offset, limit int) ([]string, threads.SearchResult, threads.Stats) {
+	t.Helper()
+	var st threads.Stats
+	res, err := e.svc.Search(threads.WithStats(context.Background(), &st), e.dep, threads.SearchIn{
+		Limit: limit, Offset: offset, SortBy: "created_at", Desc: desc,
+		Filter: threads.Filter{Status: status, Metadata: map[string]any{"group": "g1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, th := range res.Threads {
+		ids = append(ids, th["thread_id"].(string))
+	}
+	return ids, res, st
 }

@@ -12,15 +12,8 @@ import (
 // A write function that panics re-panics in its own caller; writers that
 // shared its batch are committed.
 func TestCommitterPanicStaysWithItsWriter(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := openWithBucket(t)
 	defer s.Close()
-	bucket := []byte("test")
-	if err := s.db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
-		t.Fatal(err)
-	}
 	const writers = 30
 	var wg sync.WaitGroup
 	recovered := make([]any, writers)
@@ -70,15 +63,7 @@ func TestCommitterPanicStaysWithItsWriter(t *testing.T) {
 // Close commits what is queued and refuses what comes after; no writer
 // racing it is left waiting, and what it was told is committed is on disk.
 func TestCommitterStopsCleanly(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "db")
-	s, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bucket := []byte("test")
-	if err := s.db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
-		t.Fatal(err)
-	}
+	s, path := openWithBucket(t)
 	const writers = 64
 	var wg sync.WaitGroup
 	errs := make([]error, writers)
@@ -119,4 +104,22 @@ func TestCommitterStopsCleanly(t *testing.T) {
 			t.Errorf("writer %d was told its write committed, but it is not stored", i)
 		}
 	}
+}
+
+// bucket is where the committer's tests write.
+var bucket = []byte("test")
+
+// openWithBucket opens a store in a new folder, with bucket created, and
+// returns it and its file's path.
+func openWithBucket(t *testing.T) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return s, path
 }
