@@ -339,8 +339,7 @@ type change struct {
 	// ix are nr's index entries when prepared before the write (nil:
 	// computed when written).
 	ix  []entry
-	enc []byte // nr encoded, when prepared before the write (nil: encoded when written)
-	del bool   // remove the item (when found) instead of writing nr
+	del bool // remove the item (when found) instead of writing nr
 }
 
 // entry is a key of an index bucket.
@@ -400,11 +399,7 @@ func (c change) write(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	enc := c.enc
-	if enc == nil {
-		enc = encodeRecord(c.nr)
-	}
-	if err := tx.Bucket(baseBucket).Put(c.bk, enc); err != nil {
+	if err := tx.Bucket(baseBucket).Put(c.bk, encodeRecord(c.nr)); err != nil {
 		return err
 	}
 	ix := c.ix
@@ -484,11 +479,6 @@ type prepared struct {
 	cond store.Condition
 	nr   record // OpPut, version unset
 	ix   []entry
-	// enc is nr encoded with the version it will most likely get (1, or
-	// one past the version its condition names), so that the common case
-	// is not encoded under the write lock.
-	enc  []byte
-	encV int64
 }
 
 func prepare(op store.TxOp) prepared {
@@ -497,13 +487,6 @@ func prepare(op store.TxOp) prepared {
 	if op.Kind == store.OpPut {
 		p.nr = toRecord(op.Item)
 		p.ix = indexEntries(p.nr, k)
-		p.encV = 1
-		if c.Kind == store.IfVersion {
-			p.encV = c.Version + 1
-		}
-		r := p.nr
-		r.V = p.encV
-		p.enc = encodeRecord(r)
 	}
 	return p
 }
@@ -515,11 +498,7 @@ func (p prepared) put(cur stored) change {
 	if cur.live {
 		nr.V = cur.r.V + 1
 	}
-	ch := change{k: p.k, bk: p.bk, old: cur.r, found: cur.found, nr: nr, ix: p.ix}
-	if nr.V == p.encV {
-		ch.enc = p.enc
-	}
-	return ch
+	return change{k: p.k, bk: p.bk, old: cur.r, found: cur.found, nr: nr, ix: p.ix}
 }
 
 // del is the change of a prepared delete over what the key holds.
