@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentplane/agentplane/shared/domains/ratelimits"
 	"github.com/agentplane/agentplane/shared/domains/regions"
+	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
 )
 
 // Mode says where the process runs.
@@ -91,6 +92,12 @@ type Config struct {
 	// processes (Lambdas) see it within this time.
 	CacheTTL time.Duration
 
+	// StoreCacheMB is the size in MiB of the local store's read cache of
+	// records (AGENTPLANE_STORE_CACHE_MB, default 32; 0 there turns it
+	// off). Zero here means the default and a negative value off. The
+	// cache is exact: a write drops what it holds before committing.
+	StoreCacheMB int
+
 	// RateLimits is the interface's rate-limit table's configuration:
 	// always on in AWS, AGENTPLANE_RATE_LIMITS=on locally.
 	RateLimits ratelimits.Config
@@ -143,6 +150,12 @@ func ConfigFromEnv() (Config, error) {
 	}
 	if c.CacheTTL == 0 {
 		c.CacheTTL = -1 // "0" turns the caches off
+	}
+	if c.StoreCacheMB, err = envMiB("AGENTPLANE_STORE_CACHE_MB", DefaultStoreCacheMB); err != nil {
+		return c, err
+	}
+	if c.StoreCacheMB == 0 {
+		c.StoreCacheMB = -1 // "0" turns the cache off
 	}
 	if raw := os.Getenv("AGENTPLANE_TOPICS"); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &c.Topics); err != nil {
@@ -266,6 +279,22 @@ func (c Config) CacheFor() time.Duration {
 		return DefaultCacheTTL
 	}
 	return c.CacheTTL
+}
+
+// DefaultStoreCacheMB is Config.StoreCacheMB when
+// AGENTPLANE_STORE_CACHE_MB is unset.
+const DefaultStoreCacheMB = boltstore.DefaultCacheBytes >> 20
+
+func envMiB(name string, def int) (int, error) {
+	v := os.Getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > 1<<20 {
+		return 0, fmt.Errorf("%s must be a whole number of MiB from 0 (off) to %d, not %q", name, 1<<20, v)
+	}
+	return n, nil
 }
 
 func envDuration(name string, def time.Duration) (time.Duration, error) {

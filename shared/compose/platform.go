@@ -107,7 +107,9 @@ func (p *Platform) openLocal() error {
 	if err := os.MkdirAll(p.Config.DataDir, 0o700); err != nil {
 		return err
 	}
-	st, err := boltstore.Open(filepath.Join(p.Config.DataDir, "agentplane.db"))
+	// Zero is boltstore's default size, negative off: as in Config.
+	cache := int64(p.Config.StoreCacheMB) << 20
+	st, err := boltstore.OpenWith(filepath.Join(p.Config.DataDir, "agentplane.db"), boltstore.Options{CacheBytes: cache})
 	if err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}

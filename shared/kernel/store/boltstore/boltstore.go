@@ -56,12 +56,24 @@ type Store struct {
 	// commits groups concurrent writes into shared bbolt transactions
 	// (commit.go).
 	commits committer
+	cache   *readCache // nil: off (cache.go)
+}
+
+// Options tune a store.
+type Options struct {
+	// CacheBytes is the size of the read cache: 0 means
+	// DefaultCacheBytes, a negative value turns it off.
+	CacheBytes int64
 }
 
 var _ store.Store = (*Store)(nil)
 
-// Open opens (creating if needed) the database file at path.
-func Open(path string) (*Store, error) {
+// Open opens (creating if needed) the database file at path, with the
+// default options.
+func Open(path string) (*Store, error) { return OpenWith(path, Options{}) }
+
+// OpenWith opens (creating if needed) the database file at path.
+func OpenWith(path string, o Options) (*Store, error) {
 	// The free list is not written at every commit (it is rebuilt by a
 	// scan when the file is opened): at tens of thousands of threads its
 	// pages were a large part of each commit's writes. The hash map form
@@ -82,8 +94,12 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, err
 	}
-	s := &Store{db: db, stop: make(chan struct{})}
-	s.commits.start(db)
+	size := o.CacheBytes
+	if size == 0 {
+		size = DefaultCacheBytes
+	}
+	s := &Store{db: db, stop: make(chan struct{}), cache: newReadCache(size)}
+	s.commits.start(db, s.cache)
 	s.done.Add(1)
 	go s.sweep()
 	return s, nil
@@ -133,7 +149,10 @@ func (s *Store) Purge(ctx context.Context) (int, error) {
 
 func (s *Store) purgeBatch(now time.Time, max int) (int, error) {
 	n := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	// Through the committer, like every write, so the read cache sees it.
+	// Any error may follow a removal: each is dirty.
+	err := s.commits.write(func(tx *bolt.Tx) error {
+		n = 0
 		c := tx.Bucket(expiryBucket).Cursor()
 		limit := expiryPrefix(nanos(now) + 1)
 		var due [][]byte
@@ -142,28 +161,30 @@ func (s *Store) purgeBatch(now time.Time, max int) (int, error) {
 		}
 		for _, ek := range due {
 			if len(ek) < 8 {
-				return errors.New("boltstore: corrupt expiry key")
+				return dirty{errors.New("boltstore: corrupt expiry key")}
 			}
 			pk, rest, ok1 := unesc(ek[8:])
 			sk, _, ok2 := unesc(rest)
 			if !ok1 || !ok2 {
-				return errors.New("boltstore: corrupt expiry key")
+				return dirty{errors.New("boltstore: corrupt expiry key")}
 			}
 			k := store.Key{PK: pk, SK: sk}
-			r, found, err := load(tx, k)
+			bk := baseKey(k)
+			r, found, err := loadAt(tx, bk, k)
 			if err != nil {
-				return err
+				return dirty{err}
 			}
 			if found && !r.live(now) {
-				if err := remove(tx, k, r); err != nil {
-					return err
+				s.cache.begin(bk)
+				if err := removeAt(tx, bk, k, r); err != nil {
+					return dirty{err}
 				}
 				n++
 			}
-			// remove dropped the entry; a stale one (its item was rewritten)
-			// goes too.
+			// removeAt dropped the entry; a stale one (its item was
+			// rewritten) goes too.
 			if err := tx.Bucket(expiryBucket).Delete(ek); err != nil {
-				return err
+				return dirty{err}
 			}
 		}
 		return nil
@@ -375,9 +396,13 @@ func indexEntries(r record, k store.Key) []entry {
 	return ix
 }
 
-// apply writes c. Its errors are bbolt's own (never a condition), and
-// leave the transaction half-written: they are marked dirty.
-func (c change) apply(tx *bolt.Tx) error {
+// apply writes c, first dropping its key from the read cache rc. Its
+// errors are bbolt's own (never a condition), and leave the transaction
+// half-written: they are marked dirty.
+func (c change) apply(tx *bolt.Tx, rc *readCache) error {
+	if c.found || !c.del {
+		rc.begin(c.bk)
+	}
 	var err error
 	switch {
 	case c.del && c.found:
@@ -429,8 +454,6 @@ func dropEntries(tx *bolt.Tx, k store.Key, old record) error {
 	return nil
 }
 
-func remove(tx *bolt.Tx, k store.Key, old record) error { return removeAt(tx, baseKey(k), k, old) }
-
 func removeAt(tx *bolt.Tx, bk []byte, k store.Key, old record) error {
 	if err := dropEntries(tx, k, old); err != nil {
 		return err
@@ -440,20 +463,66 @@ func removeAt(tx *bolt.Tx, bk []byte, k store.Key, old record) error {
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
-	if !store.ValidKey(k) {
-		return store.Item{}, fmt.Errorf("%w: empty key", store.ErrInvalid)
+	rec, now, err := s.record(k)
+	if err != nil {
+		return store.Item{}, err
 	}
-	var it store.Item
+	// readItem copies what it returns out of rec, which stays unchanged.
+	it, live, err := readItem(k, rec, now)
+	if err != nil {
+		return store.Item{}, fmt.Errorf("boltstore: item %q/%q: %w", k.PK, k.SK, err)
+	}
+	if !live {
+		return store.Item{}, store.ErrNotFound
+	}
+	return it, nil
+}
+
+// GetData is Get for a caller that needs only an item's data and version:
+// its index keys and counters are not decoded. The hot reads of the
+// thread API use it (they re-render nothing when the data is unchanged).
+func (s *Store) GetData(ctx context.Context, k store.Key) ([]byte, int64, error) {
+	rec, now, err := s.record(k)
+	if err != nil {
+		return nil, 0, err
+	}
+	data, version, live, err := readData(rec, now)
+	if err != nil {
+		return nil, 0, fmt.Errorf("boltstore: item %q/%q: %w", k.PK, k.SK, err)
+	}
+	if !live {
+		return nil, 0, store.ErrNotFound
+	}
+	return data, version, nil
+}
+
+// record returns k's stored record, from the read cache or from bbolt
+// (then kept), and the time (unix nanoseconds) to judge its expiry by.
+// The record is shared: never changed.
+func (s *Store) record(k store.Key) ([]byte, int64, error) {
+	if !store.ValidKey(k) {
+		return nil, 0, fmt.Errorf("%w: empty key", store.ErrInvalid)
+	}
+	bk := baseKey(k)
+	now := nanos(time.Now())
+	rec, epoch, hit := s.cache.get(bk)
+	if hit {
+		return rec, now, nil
+	}
 	err := s.db.View(func(tx *bolt.Tx) error {
-		var live bool
-		var err error
-		it, live, err = readLive(tx, k, nanos(time.Now()))
-		if err == nil && !live {
-			err = store.ErrNotFound
+		if v := tx.Bucket(baseBucket).Get(bk); v != nil {
+			rec = bytes.Clone(v) // bbolt's memory is only valid in the transaction
 		}
-		return err
+		return nil
 	})
-	return it, err
+	if err != nil {
+		return nil, 0, err
+	}
+	if rec == nil {
+		return nil, 0, store.ErrNotFound
+	}
+	s.cache.fill(bk, rec, epoch)
+	return rec, now, nil
 }
 
 // readLive reads k as reads return it; live is false when it is absent or
@@ -523,7 +592,7 @@ func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (stor
 		}
 		ch := p.put(cur)
 		nr = ch.nr
-		return ch.apply(tx)
+		return ch.apply(tx, s.cache)
 	})
 	if err != nil {
 		return store.Item{}, err
@@ -606,7 +675,7 @@ func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) 
 			return err
 		}
 		nr = ch.nr
-		return ch.apply(tx)
+		return ch.apply(tx, s.cache)
 	})
 	if err != nil {
 		return store.Item{}, err
@@ -636,7 +705,7 @@ func (s *Store) Delete(ctx context.Context, k store.Key, c store.Condition) erro
 		if err != nil {
 			return err
 		}
-		return ch.apply(tx)
+		return ch.apply(tx, s.cache)
 	})
 }
 
@@ -699,7 +768,7 @@ func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
 			changes = append(changes, ch)
 		}
 		for _, ch := range changes {
-			if err := ch.apply(tx); err != nil {
+			if err := ch.apply(tx, s.cache); err != nil {
 				return err
 			}
 		}

@@ -70,6 +70,7 @@ type writeReq struct {
 // behind them (about 300µs a batch, with the disk idle).
 type committer struct {
 	db     *bolt.DB
+	cache  *readCache // told when each batch's writes have ended
 	head   atomic.Pointer[writeReq] // the last request queued; closed once stopped
 	wake   chan struct{}            // capacity 1: the queue was empty and has a write
 	quit   chan struct{}            // closed by stop
@@ -82,8 +83,8 @@ var closed = &writeReq{}
 var reqPool = sync.Pool{New: func() any { return &writeReq{done: make(chan struct{}, 1)} }}
 
 // start runs the committing goroutine until stop.
-func (c *committer) start(db *bolt.DB) {
-	c.db = db
+func (c *committer) start(db *bolt.DB, rc *readCache) {
+	c.db, c.cache = db, rc
 	c.wake = make(chan struct{}, 1)
 	c.quit = make(chan struct{})
 	c.exited = make(chan struct{})
@@ -151,6 +152,7 @@ func (c *committer) loop() {
 		for i := 0; i < len(batch); i += maxBatch {
 			part := batch[i:min(i+maxBatch, len(batch))]
 			c.guarded(part)
+			c.cache.settle() // committed or rolled back: the keys may fill again
 			for _, r := range part {
 				r.next = nil
 				r.done <- struct{}{}
