@@ -46,11 +46,25 @@ func (t *threadHead) expired(now time.Time) bool {
 
 // threadItem reads a thread's stored bytes, whatever its TTL.
 func (s *Service) threadItem(ctx context.Context, dep, tid string) ([]byte, error) {
-	it, err := s.st.Get(ctx, threadKey(dep, tid))
+	var data []byte
+	var err error
+	if dg, ok := s.st.(dataGetter); ok {
+		data, _, err = dg.GetData(ctx, threadKey(dep, tid))
+	} else {
+		var it store.Item
+		it, err = s.st.Get(ctx, threadKey(dep, tid))
+		data = it.Data
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, threadNotFound(tid)
 	}
-	return it.Data, err
+	return data, err
+}
+
+// dataGetter is a store that reads an item's data alone, without decoding
+// its index keys and counters (boltstore): the hot reads need no more.
+type dataGetter interface {
+	GetData(ctx context.Context, k store.Key) ([]byte, int64, error)
 }
 
 // decodeHead decodes a live thread's head from its stored bytes.

@@ -75,21 +75,22 @@ func (h *Handler) scope(r *http.Request, write bool) (Target, error) {
 		return Target{}, err
 	}
 	p := api.Caller(r)
-	notFound := web.NotFound("Deployment %s not found", dep)
+	// Made only when needed: the hot reads pass here on every request.
+	notFound := func() error { return web.NotFound("Deployment %s not found", dep) }
 	tgt, err := h.res.ThreadTarget(r.Context(), dep)
 	if errors.Is(err, ErrDeploymentNotFound) {
-		return Target{}, notFound
+		return Target{}, notFound()
 	}
 	if err != nil {
 		return Target{}, err
 	}
 	role, ok := p.RoleIn(tgt.WorkspaceID)
 	if !ok {
-		return Target{}, notFound
+		return Target{}, notFound()
 	}
 	ws, err := h.ws.Workspace(r.Context(), tgt.WorkspaceID)
 	if errors.Is(err, identity.ErrNotFound) || err == nil && ws.OrganizationID != p.OrganizationID {
-		return Target{}, notFound
+		return Target{}, notFound()
 	}
 	if err != nil {
 		return Target{}, err

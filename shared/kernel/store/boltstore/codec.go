@@ -200,6 +200,40 @@ func readItem(k store.Key, b []byte, now int64) (store.Item, bool, error) {
 	return it, e == 0 || now < e, nil
 }
 
+// readData decodes only a record's data (a copy), version and liveness at
+// now: readItem without the index keys and counters.
+func readData(b []byte, now int64) (data []byte, version int64, live bool, err error) {
+	if len(b) == 0 || b[0] != formatBinary {
+		it, live, err := readItem(store.Key{}, b, now)
+		return it.Data, it.Version, live, err
+	}
+	r := &reader{b: b[1:]}
+	version = r.varint()
+	e := r.varint()
+	data = r.bytes()
+	// The rest is walked, not decoded, so that a record fails here exactly
+	// where readItem fails.
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		r.raw()
+		r.varint()
+	}
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		r.raw()
+		r.raw()
+		r.raw()
+	}
+	if r.err == nil && len(r.b) != 0 {
+		r.err = errCorrupt
+	}
+	if r.err != nil {
+		return nil, 0, false, r.err
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, version, e == 0 || now < e, nil
+}
+
 // raw returns the next string's bytes without copying them.
 func (r *reader) raw() []byte {
 	n := r.uvarint()

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -67,6 +68,11 @@ func checkReadItem(t *testing.T, b []byte, r record, err error) {
 		}
 		if want := fromRecord(k, r); live && !reflect.DeepEqual(it, want) {
 			t.Fatalf("readItem\n got %+v\nwant %+v", it, want)
+		}
+		// readData (GetData) agrees with readItem on all it returns.
+		data, v, dlive, derr := readData(b, now)
+		if (derr != nil) != (ierr != nil) || dlive != live || v != it.Version || !bytes.Equal(data, it.Data) || (data == nil) != (it.Data == nil) {
+			t.Fatalf("readData %q v%d live %v (%v); readItem %q v%d live %v (%v)", data, v, dlive, derr, it.Data, it.Version, live, ierr)
 		}
 	}
 }
