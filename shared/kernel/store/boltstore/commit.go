@@ -70,7 +70,7 @@ type writeReq struct {
 // behind them (about 300µs a batch, with the disk idle).
 type committer struct {
 	db     *bolt.DB
-	cache  *readCache // told when each batch's writes have ended
+	cache  *readCache               // told when each batch's writes have ended
 	head   atomic.Pointer[writeReq] // the last request queued; closed once stopped
 	wake   chan struct{}            // capacity 1: the queue was empty and has a write
 	quit   chan struct{}            // closed by stop
