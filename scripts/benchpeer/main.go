@@ -311,6 +311,9 @@ func printTable(w io.Writer, rows []row, o options) {
 		switch {
 		case a.failed || b.failed:
 			ratio = "n/a (a server failed)"
+		case b.rps > 0 && b.answered < 10:
+			// A handful of answers is no rate: say how few.
+			ratio = fmt.Sprintf("%.0fx (the reference answered %d in %s)", a.rps/b.rps, b.answered, o.duration)
 		case b.rps > 0:
 			ratio = fmt.Sprintf("%.1fx", a.rps/b.rps)
 		}
@@ -380,6 +383,7 @@ func workloads(o options) []workload {
 
 type result struct {
 	rps      float64
+	answered int64 // successful requests counted
 	p50, p99 time.Duration
 	errors   int64
 	// failed: more than 1% of the requests failed or timed out (30 s).
@@ -390,6 +394,9 @@ type result struct {
 func (r result) rate() string {
 	if r.failed {
 		return "failed"
+	}
+	if r.rps < 10 {
+		return fmt.Sprintf("%.1f", r.rps)
 	}
 	return fmt.Sprintf("%.0f", r.rps)
 }
@@ -443,7 +450,7 @@ func drive(t *target, w workload, o options) (result, error) {
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	pct := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))].Round(10 * time.Microsecond) }
-	return result{rps: float64(len(lat)) / elapsed.Seconds(), p50: pct(0.5), p99: pct(0.99), errors: errs.Load()}, nil
+	return result{rps: float64(len(lat)) / elapsed.Seconds(), answered: int64(len(lat)), p50: pct(0.5), p99: pct(0.99), errors: errs.Load()}, nil
 }
 
 func (t *target) do(method, path string, body any) (int, []byte, error) {

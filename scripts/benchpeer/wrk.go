@@ -98,7 +98,7 @@ end
 		if bad+sock > ok/100 {
 			return result{}, fmt.Errorf("%d non-2xx and %d socket errors of %d requests", bad, sock, total)
 		}
-		return result{rps: float64(ok) / (float64(us) / 1e6), p50: (time.Duration(n[4]) * time.Microsecond).Round(10 * time.Microsecond),
+		return result{rps: float64(ok) / (float64(us) / 1e6), answered: ok, p50: (time.Duration(n[4]) * time.Microsecond).Round(10 * time.Microsecond),
 			p99: (time.Duration(n[5]) * time.Microsecond).Round(10 * time.Microsecond), errors: bad + sock}, nil
 	}
 	return result{}, fmt.Errorf("wrk printed no report: %s", out)
