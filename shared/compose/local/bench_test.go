@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/agentplane/agentplane/shared/domains/builds/gittest"
 	"github.com/agentplane/agentplane/shared/domains/identity"
 	"github.com/agentplane/agentplane/shared/kernel/store"
+	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
 	"github.com/agentplane/agentplane/shared/kernel/store/dynamostore"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -34,6 +36,7 @@ type deployed struct {
 	h      http.Handler
 	dep    string
 	thread string
+	st     store.Store
 }
 
 func deploy(b *testing.B) deployed { return deployOn(b, nil) }
@@ -94,7 +97,7 @@ func deployOn(b *testing.B, st store.Store) deployed {
 	call(b, h, "POST", "/deployments/"+d.ID+"/threads", `{"metadata":{"graph_id":"agent"},"supersteps":[`+
 		`{"updates":[{"values":{},"as_node":"__input__"}]},`+
 		`{"updates":[{"values":{"messages":[{"type":"human","content":"hi"}]},"as_node":"__start__"}]}]}`, 200, &th)
-	return deployed{h: h, dep: d.ID, thread: th.ThreadID}
+	return deployed{h: h, dep: d.ID, thread: th.ThreadID, st: p.Store}
 }
 
 func call(b *testing.B, h http.Handler, method, path, body string, want int, out any) {
@@ -148,11 +151,50 @@ func BenchmarkThreadCreate(b *testing.B) {
 }
 
 // BenchmarkThreadCreate32 is bench-peer's create: 32 concurrent clients,
-// so that writers share commits (group commit) as they do under load.
+// so that writers share commits (group commit) as they do under load,
+// each thread with a graph_id and one of 50 owners. It reports the writes
+// that shared a commit and the pages each commit wrote; "owners=1"
+// shows what the owners' 50 places in the key space cost.
 func BenchmarkThreadCreate32(b *testing.B) {
-	d := deploy(b)
-	b.SetParallelism(16) // × GOMAXPROCS 2
-	benchRequest(b, d.h, "POST", "/deployments/"+d.dep+"/threads", `{"metadata":{"graph_id":"agent","owner":"user-7"}}`)
+	for _, owners := range []int{50, 1} {
+		b.Run(fmt.Sprintf("owners=%d", owners), func(b *testing.B) {
+			d := deploy(b)
+			bodies := make([]string, owners)
+			for i := range bodies {
+				bodies[i] = fmt.Sprintf(`{"metadata":{"graph_id":"agent","owner":"user-%d"}}`, i)
+			}
+			cs, _ := d.st.(interface{ CommitStats() boltstore.CommitStats })
+			var before boltstore.CommitStats
+			if cs != nil {
+				before = cs.CommitStats()
+			}
+			var n atomic.Int64
+			b.SetParallelism(16) // × GOMAXPROCS 2
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					body := bodies[int(n.Add(1))%owners]
+					req := httptest.NewRequest("POST", "/deployments/"+d.dep+"/threads", strings.NewReader(body))
+					req.Header.Set("X-Api-Key", adminKey)
+					rec := httptest.NewRecorder()
+					d.h.ServeHTTP(rec, req)
+					if rec.Code != 200 {
+						b.Errorf("%d %s", rec.Code, rec.Body)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			if cs != nil {
+				after := cs.CommitStats()
+				if commits := after.Commits - before.Commits; commits > 0 {
+					b.ReportMetric(float64(after.Writes-before.Writes)/float64(commits), "writes/commit")
+					b.ReportMetric(float64(after.Pages-before.Pages)/float64(commits), "pages/commit")
+				}
+			}
+		})
+	}
 }
 
 // The same reads over loopback HTTP (server and client in this process):

@@ -24,7 +24,14 @@ var Group = compose.Group{
 	Sweeps:      true,
 	Uses:        compose.Uses{Indexes: []string{"gsi1", "gsi2", "gsi3", "gsi4", "gsi5"}, Blobs: true},
 	Build: func(_ context.Context, p *compose.Platform) (*compose.Module, error) {
-		svc, err := threads.New(threads.Options{Store: p.Store, Blobs: p.Blobs, Queue: p.Queue, Logger: p.Log})
+		o := threads.Options{Store: p.Store, Blobs: p.Blobs, Queue: p.Queue, Logger: p.Log}
+		if p.Config.Mode == compose.ModeLocal {
+			// The embedded store commits one transaction at a time, so
+			// spreading counts buys nothing there, and one counter item
+			// per count means fewer pages per commit (docs/performance.md).
+			o.CounterShards = 1
+		}
+		svc, err := threads.New(o)
 		if err != nil {
 			return nil, err
 		}

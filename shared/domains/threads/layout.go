@@ -41,7 +41,13 @@ import (
 // filters and their counts.
 
 const (
-	counterShards = 8
+	// DefaultCounterShards is how many items each count is spread over
+	// (Options.CounterShards): on DynamoDB, concurrent creates then
+	// rarely update the same counter item.
+	DefaultCounterShards = 8
+	// ttlShards spread the TTL index (thrttl#{shard}); the sweeper reads
+	// each of them.
+	ttlShards = 8
 	// maxIndexedPairs bounds the metadata pairs indexed per thread, so one
 	// thread write stays within a transaction's 100 operations.
 	maxIndexedPairs = 16
@@ -75,10 +81,11 @@ func checkpointKey(chain, id string) store.Key {
 }
 func gcKey(chain string) store.Key { return store.Key{PK: "thrgc", SK: chain} }
 
-func shardOf(s string) string {
+// shardOf is s's shard among n.
+func shardOf(s string, n int) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(s))
-	return strconv.Itoa(int(h.Sum32() % counterShards))
+	return strconv.Itoa(int(h.Sum32() % uint32(n)))
 }
 
 // companion is the small projection a companion item carries, enough to
@@ -119,7 +126,7 @@ func threadItems(t *threadRecord) (store.Item, store.Item, error) {
 	}
 	if t.TTL != nil {
 		c.ExpiresAt = t.TTL.ExpiresAt
-		comp.Indexes["gsi4"] = store.IndexKey{PK: "thrttl#" + shardOf(tid), SK: sortTime(t.TTL.ExpiresAt) + "#" + dep + "#" + tid}
+		comp.Indexes["gsi4"] = store.IndexKey{PK: "thrttl#" + shardOf(tid, ttlShards), SK: sortTime(t.TTL.ExpiresAt) + "#" + dep + "#" + tid}
 		if t.TTL.Strategy == TTLDelete {
 			c.TTLDelete = true
 			comp.Indexes["gsi3"] = store.IndexKey{PK: "thrx#" + dep, SK: sortTime(t.TTL.ExpiresAt) + "#" + tid}
@@ -217,8 +224,12 @@ func indexedPairs(t *threadRecord) (md map[string]string, mdOvf bool, all []stri
 // counterOps returns the counter updates for a thread moving from
 // (oldStatus, oldPairs, oldOverflow) to the new ones; "" status means
 // absent (creation or deletion).
-func counterOps(dep, tid string, created time.Time, oldStatus string, oldPairs []string, oldOvf, oldVOvf bool, newStatus string, newPairs []string, newOvf, newVOvf bool) []store.TxOp {
-	shard := shardOf(tid)
+//
+// A count is the sum of its shards, whatever their number: a thread may be
+// counted in one shard and uncounted in another (a store written with
+// another shard count), so a shard alone may go negative.
+func counterOps(shards int, dep, tid string, created time.Time, oldStatus string, oldPairs []string, oldOvf, oldVOvf bool, newStatus string, newPairs []string, newOvf, newVOvf bool) []store.TxOp {
+	shard := shardOf(tid, shards)
 	var ops []store.TxOp
 	delta := func(status string, n int64) map[string]int64 {
 		if status == "" {

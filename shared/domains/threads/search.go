@@ -279,11 +279,11 @@ func filterValuePairs(values map[string]any) ([]string, bool) {
 	return out, true
 }
 
-// counters sums the counter shards under prefix (at most counterShards
-// items).
+// counters sums the counter shards under prefix (DefaultCounterShards
+// items or fewer, and at most that many more left by another shard count).
 func (s *Service) counters(ctx context.Context, dep, prefix string, st *Stats) (map[string]int64, error) {
 	out := map[string]int64{}
-	q := store.Query{PK: counterPK(dep), SK: store.SKCond{Op: store.SKBeginsWith, A: prefix}, Limit: 2 * counterShards}
+	q := store.Query{PK: counterPK(dep), SK: store.SKCond{Op: store.SKBeginsWith, A: prefix}, Limit: 2 * DefaultCounterShards}
 	for {
 		page, err := s.st.Query(ctx, q)
 		if err != nil {

@@ -66,7 +66,7 @@ func decodeThread(data []byte) (*threadRecord, error) {
 
 // writeOps returns the operations that take a thread from old (nil: new)
 // to nu (nil: deleted), guarded by old's version.
-func writeOps(old *threadRecord, version int64, nu *threadRecord) ([]store.TxOp, error) {
+func (s *Service) writeOps(old *threadRecord, version int64, nu *threadRecord) ([]store.TxOp, error) {
 	var ops []store.TxOp
 	var oldStatus, newStatus string
 	var oldPairs, newPairs []string
@@ -100,14 +100,14 @@ func writeOps(old *threadRecord, version int64, nu *threadRecord) ([]store.TxOp,
 			store.TxOp{Kind: store.OpDelete, Key: threadKey(old.Deployment, old.ID), Cond: store.HasVersion(version)},
 			store.TxOp{Kind: store.OpDelete, Key: companionKey(old.Deployment, old.ID)})
 	}
-	ops = append(ops, counterOps(ref.Deployment, ref.ID, ref.CreatedAt, oldStatus, oldPairs, oldOvf, oldVOvf, newStatus, newPairs, newOvf, newVOvf)...)
+	ops = append(ops, counterOps(s.counterShards, ref.Deployment, ref.ID, ref.CreatedAt, oldStatus, oldPairs, oldOvf, oldVOvf, newStatus, newPairs, newOvf, newVOvf)...)
 	return ops, nil
 }
 
 // commit writes a thread change with extra operations in one transaction.
 // A lost race on the thread item is errRetry.
 func (s *Service) commit(ctx context.Context, old *threadRecord, version int64, nu *threadRecord, extra []store.TxOp) error {
-	ops, err := writeOps(old, version, nu)
+	ops, err := s.writeOps(old, version, nu)
 	if err != nil {
 		return err
 	}
@@ -298,7 +298,7 @@ func (s *Service) createOnce(ctx context.Context, t *threadRecord, chain string,
 		blobs = append(blobs, bk)
 		cpOps = append(cpOps, op)
 	}
-	base, err := writeOps(nil, 0, t)
+	base, err := s.writeOps(nil, 0, t)
 	if err != nil {
 		s.dropBlobs(ctx, blobs)
 		return Thread{}, err

@@ -30,7 +30,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 func (s *Service) sweepTTL(ctx context.Context) error {
 	budget := s.sweepLimit
 	now := s.now()
-	for shard := 0; shard < counterShards && budget > 0; shard++ {
+	for shard := 0; shard < ttlShards && budget > 0; shard++ {
 		q := store.Query{Index: "gsi4", PK: fmt.Sprintf("thrttl#%d", shard), SK: store.SKCond{Op: store.SKLess, A: sortTime(now)}, Limit: min(budget, 100)}
 		page, err := s.st.Query(ctx, q)
 		if err != nil {

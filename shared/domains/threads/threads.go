@@ -72,6 +72,12 @@ type Options struct {
 	// RenderCache bounds the bytes of hot-read answers kept in memory
 	// (renders.go): 0 means DefaultRenderCache, a negative value none.
 	RenderCache int
+	// CounterShards is how many items each count is spread over: 0 means
+	// DefaultCounterShards. A store that runs one writer at a time (the
+	// embedded one) is best with 1: each count then stays in one place,
+	// and a commit writes fewer pages. Counts read right whatever the
+	// number, also after it changes.
+	CounterShards int
 }
 
 // DefaultRenderCache is the default budget of kept answers: about 40,000
@@ -87,6 +93,8 @@ type Service struct {
 	now        func() time.Time
 	sweepLimit int
 	renders    *renders
+	// counterShards: Options.CounterShards.
+	counterShards int
 }
 
 // New returns a Service.
@@ -108,6 +116,10 @@ func New(o Options) (*Service, error) {
 		o.RenderCache = DefaultRenderCache
 	}
 	s.renders = newRenders(o.RenderCache)
+	s.counterShards = o.CounterShards
+	if s.counterShards <= 0 {
+		s.counterShards = DefaultCounterShards
+	}
 	return s, nil
 }
 

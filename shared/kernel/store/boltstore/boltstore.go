@@ -59,6 +59,21 @@ type Store struct {
 	cache   *readCache // nil: off (cache.go)
 }
 
+// CommitStats count a store's commits since it was opened: how many
+// writes share a transaction, and how many pages each writes (each
+// page is a write request to the disk before the fsync).
+type CommitStats struct {
+	Commits int64 // transactions committed
+	Writes  int64 // write calls (Put, Update, Delete, Transact) in them
+	Pages   int64 // pages written (bbolt's TxStats.Write, meta page included)
+}
+
+// CommitStats returns the counts so far.
+func (s *Store) CommitStats() CommitStats {
+	st := &s.commits.stats
+	return CommitStats{Commits: st.commits.Load(), Writes: st.writes.Load(), Pages: st.pages.Load()}
+}
+
 // Options tune a store.
 type Options struct {
 	// CacheBytes is the size of the read cache: 0 means

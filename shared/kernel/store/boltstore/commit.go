@@ -69,12 +69,26 @@ type writeReq struct {
 // that mutex when a writer held it, so it slept and waited for a CPU
 // behind them (about 300µs a batch, with the disk idle).
 type committer struct {
+	stats  commitCounters
 	db     *bolt.DB
 	cache  *readCache               // told when each batch's writes have ended
 	head   atomic.Pointer[writeReq] // the last request queued; closed once stopped
 	wake   chan struct{}            // capacity 1: the queue was empty and has a write
 	quit   chan struct{}            // closed by stop
 	exited chan struct{}
+}
+
+// commitCounters count what the committer has committed (Store.CommitStats).
+type commitCounters struct {
+	commits, writes, pages atomic.Int64
+}
+
+// count records a committed transaction of n writes.
+func (c *committer) count(tx *bolt.Tx, n int) {
+	c.stats.commits.Add(1)
+	c.stats.writes.Add(int64(n))
+	st := tx.Stats()
+	c.stats.pages.Add(st.GetWrite())
 }
 
 // closed heads the queue of a stopped committer.
@@ -234,7 +248,9 @@ func (c *committer) commit(batch []*writeReq) {
 				r.err = err
 			}
 		}
+		return
 	}
+	c.count(tx, len(batch))
 }
 
 // solo runs r in a transaction of its own.
@@ -253,7 +269,9 @@ func (c *committer) solo(r *writeReq) {
 		r.err = err
 		return
 	}
-	r.err = tx.Commit()
+	if r.err = tx.Commit(); r.err == nil {
+		c.count(tx, 1)
+	}
 }
 
 // fillPercent is how full bbolt leaves a page it splits. Most keys here
