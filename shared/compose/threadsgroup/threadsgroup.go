@@ -11,6 +11,7 @@ import (
 	"github.com/agentplane/agentplane/shared/domains/deployments"
 	"github.com/agentplane/agentplane/shared/domains/threads"
 	"github.com/agentplane/agentplane/shared/kernel/api"
+	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
 	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
@@ -25,10 +26,12 @@ var Group = compose.Group{
 	Uses:        compose.Uses{Indexes: []string{"gsi1", "gsi2", "gsi3", "gsi4", "gsi5"}, Blobs: true},
 	Build: func(_ context.Context, p *compose.Platform) (*compose.Module, error) {
 		o := threads.Options{Store: p.Store, Blobs: p.Blobs, Queue: p.Queue, Logger: p.Log}
-		if p.Config.Mode == compose.ModeLocal {
+		if _, embedded := p.Store.(*boltstore.Store); embedded {
 			// The embedded store commits one transaction at a time, so
 			// spreading counts buys nothing there, and one counter item
 			// per count means fewer pages per commit (docs/performance.md).
+			// Over DynamoDB (also a local process's, in tests) counts
+			// stay spread.
 			o.CounterShards = 1
 		}
 		svc, err := threads.New(o)
