@@ -325,10 +325,7 @@ func fromRecord(k store.Key, r record) store.Item {
 	return it
 }
 
-// load reads k's stored record, live or not.
-func load(tx *bolt.Tx, k store.Key) (record, bool, error) { return loadAt(tx, baseKey(k), k) }
-
-// loadAt is load with k's encoded key bk.
+// loadAt reads the stored record of k (encoded as bk), live or not.
 func loadAt(tx *bolt.Tx, bk []byte, k store.Key) (record, bool, error) {
 	v := tx.Bucket(baseBucket).Get(bk)
 	if v == nil {
