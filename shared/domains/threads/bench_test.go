@@ -36,20 +36,28 @@ func benchService(b *testing.B, fast bool) *threads.Service {
 			b.Cleanup(func() { os.RemoveAll(d) })
 		}
 	}
-	st, err := boltstore.Open(filepath.Join(dir, "store.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	bucket, err := blobs.NewDir(filepath.Join(dir, "blobs"), filepath.Join(dir, "tmp"))
-	if err != nil {
-		b.Fatal(err)
-	}
+	st, bucket := openLocal(b, dir)
 	svc, err := threads.New(threads.Options{Store: st, Blobs: bucket, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return svc
+}
+
+// openLocal opens the local store and blob folder in dir, closed when the
+// test ends.
+func openLocal(tb testing.TB, dir string) (*boltstore.Store, blobs.Bucket) {
+	tb.Helper()
+	st, err := boltstore.Open(filepath.Join(dir, "store.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { st.Close() })
+	bucket, err := blobs.NewDir(filepath.Join(dir, "blobs"), filepath.Join(dir, "tmp"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return st, bucket
 }
 
 func node(s string) *string { return &s }

@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 
 	"github.com/agentplane/agentplane/shared/domains/threads"
-	"github.com/agentplane/agentplane/shared/kernel/blobs"
-	"github.com/agentplane/agentplane/shared/kernel/store/boltstore"
 )
 
 // Counts stay exact when a store written with one counter shard count is
@@ -19,16 +16,7 @@ import (
 // uncounted in another, and only the sum means anything.
 func TestCountsAcrossCounterShardCounts(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	st, err := boltstore.Open(filepath.Join(dir, "store.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	bucket, err := blobs.NewDir(filepath.Join(dir, "blobs"), filepath.Join(dir, "tmp"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, bucket := openLocal(t, t.TempDir())
 	service := func(shards int) *threads.Service {
 		svc, err := threads.New(threads.Options{Store: st, Blobs: bucket, CounterShards: shards, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
