@@ -190,13 +190,12 @@ func (s *Store) purgeBatch(now time.Time, max int) (int, error) {
 				return dirty{err}
 			}
 			if found && !r.live(now) {
-				s.cache.begin(bk)
-				if err := removeAt(tx, bk, k, r); err != nil {
-					return dirty{err}
+				if err := (change{k: k, bk: bk, old: r, found: true, del: true}).apply(tx, s.cache); err != nil {
+					return err // dirty already
 				}
 				n++
 			}
-			// removeAt dropped the entry; a stale one (its item was
+			// The removal dropped the entry; a stale one (its item was
 			// rewritten) goes too.
 			if err := tx.Bucket(expiryBucket).Delete(ek); err != nil {
 				return dirty{err}

@@ -160,6 +160,20 @@ func indexName(b []byte) string {
 // strings, where decodeRecord and fromRecord build two maps and a string
 // each), and reports whether it is live at now (unix nanoseconds).
 func readItem(k store.Key, b []byte, now int64) (store.Item, bool, error) {
+	return decodeItem(k, b, now, true)
+}
+
+// readData decodes only a record's data (a copy), version and liveness at
+// now: the counters and index keys are walked over, not built, so it
+// fails exactly where readItem fails.
+func readData(b []byte, now int64) (data []byte, version int64, live bool, err error) {
+	it, live, err := decodeItem(store.Key{}, b, now, false)
+	return it.Data, it.Version, live, err
+}
+
+// decodeItem is readItem; without full, the item's Nums and Indexes stay
+// empty.
+func decodeItem(k store.Key, b []byte, now int64, full bool) (store.Item, bool, error) {
 	if len(b) == 0 || b[0] != formatBinary {
 		r, err := decodeRecord(b)
 		return fromRecord(k, r), err == nil && (r.E == 0 || now < r.E), err
@@ -175,20 +189,32 @@ func readItem(k store.Key, b []byte, now int64) (store.Item, bool, error) {
 		it.Data = []byte{}
 	}
 	if n := r.count(); n > 0 {
-		it.Nums = make(map[string]int64, n)
+		if full {
+			it.Nums = make(map[string]int64, n)
+		}
 		for i := 0; i < n && r.err == nil; i++ {
-			k := r.str()
-			it.Nums[k] = r.varint()
+			name, v := r.raw(), r.varint()
+			if full {
+				it.Nums[string(name)] = v
+			}
 		}
 	}
 	if n := r.count(); n > 0 && r.err == nil {
 		// The index keys' strings share one allocation.
-		all := string(r.b)
-		it.Indexes = make(map[string]store.IndexKey, n)
+		var all string
+		if full {
+			all = string(r.b)
+			it.Indexes = make(map[string]store.IndexKey, n)
+		}
 		for i := 0; i < n && r.err == nil; i++ {
-			name := indexName(r.raw())
+			name := r.raw()
+			if !full {
+				r.raw()
+				r.raw()
+				continue
+			}
 			pk, sk := r.sub(all), r.sub(all)
-			it.Indexes[name] = store.IndexKey{PK: pk, SK: sk}
+			it.Indexes[indexName(name)] = store.IndexKey{PK: pk, SK: sk}
 		}
 	}
 	if r.err == nil && len(r.b) != 0 {
@@ -198,40 +224,6 @@ func readItem(k store.Key, b []byte, now int64) (store.Item, bool, error) {
 		return store.Item{}, false, r.err
 	}
 	return it, e == 0 || now < e, nil
-}
-
-// readData decodes only a record's data (a copy), version and liveness at
-// now: readItem without the index keys and counters.
-func readData(b []byte, now int64) (data []byte, version int64, live bool, err error) {
-	if len(b) == 0 || b[0] != formatBinary {
-		it, live, err := readItem(store.Key{}, b, now)
-		return it.Data, it.Version, live, err
-	}
-	r := &reader{b: b[1:]}
-	version = r.varint()
-	e := r.varint()
-	data = r.bytes()
-	// The rest is walked, not decoded, so that a record fails here exactly
-	// where readItem fails.
-	for n := r.count(); n > 0 && r.err == nil; n-- {
-		r.raw()
-		r.varint()
-	}
-	for n := r.count(); n > 0 && r.err == nil; n-- {
-		r.raw()
-		r.raw()
-		r.raw()
-	}
-	if r.err == nil && len(r.b) != 0 {
-		r.err = errCorrupt
-	}
-	if r.err != nil {
-		return nil, 0, false, r.err
-	}
-	if data == nil {
-		data = []byte{}
-	}
-	return data, version, e == 0 || now < e, nil
 }
 
 // raw returns the next string's bytes without copying them.
