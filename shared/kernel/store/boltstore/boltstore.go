@@ -64,7 +64,7 @@ type Store struct {
 // page is a write request to the disk before the fsync).
 type CommitStats struct {
 	Commits int64 // transactions committed
-	Writes  int64 // write calls (Put, Update, Delete, Transact) in them
+	Writes  int64 // write calls (Put, Update, Delete, Transact) that shared them, failed conditions among them
 	Pages   int64 // pages written (bbolt's TxStats.Write, meta page included)
 }
 

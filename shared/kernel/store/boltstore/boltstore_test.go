@@ -151,3 +151,24 @@ func TestReopenReusesFreedPages(t *testing.T) {
 		t.Fatalf("after reopen: %v, %d items", err, len(p.Items))
 	}
 }
+
+// CommitStats counts each commit, the writes in it and the pages it wrote
+// (at least the changed leaf and a meta page); a failed write counts
+// nothing.
+func TestCommitStats(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "db"))
+	defer s.Close()
+	if _, err := s.Put(ctx, item("s", "a", "1"), store.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, item("s", "b", "2"), store.Condition{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, item("s", "a", "3"), store.NotExists()); !errors.Is(err, store.ErrConditionFailed) {
+		t.Fatal(err)
+	}
+	st := s.CommitStats()
+	if st.Commits != 2 || st.Writes != 2 || st.Pages < 4 {
+		t.Fatalf("%+v, want 2 commits of one write, at least 2 pages each", st)
+	}
+}
