@@ -119,12 +119,18 @@ func TestMuxNotFoundMethodNotAllowedAndPanic(t *testing.T) {
 		web.NoContent(w)
 		return nil
 	})
+	mux.HandleFunc("GET", "/files/{name...}", func(w http.ResponseWriter, r *http.Request) error {
+		web.WriteJSON(w, 200, map[string]string{"name": r.PathValue("name")})
+		return nil
+	})
 	srv := httptest.NewServer(web.Chain(mux, web.Observe(slog.New(slog.NewJSONHandler(io.Discard, nil)))))
 	defer srv.Close()
 
+	// Redirects are answered, not followed: they are what is checked.
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	get := func(method, path string) (*http.Response, string) {
 		req, _ := http.NewRequest(method, srv.URL+path, nil)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,6 +159,20 @@ func TestMuxNotFoundMethodNotAllowedAndPanic(t *testing.T) {
 	}
 	if resp, _ := get("DELETE", "/things/x"); resp.StatusCode != 204 {
 		t.Errorf("delete: %d", resp.StatusCode)
+	}
+	// What ServeMux does beyond matching stays: the subtree's root
+	// without its slash and an unclean path are redirected.
+	if resp, _ := get("GET", "/files"); resp.StatusCode/100 != 3 || resp.Header.Get("Location") != "/files/" {
+		t.Errorf("subtree root: %d location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, _ := get("GET", "/things/../files/a"); resp.StatusCode/100 != 3 || resp.Header.Get("Location") != "/files/a" {
+		t.Errorf("unclean path: %d location %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if resp, b := get("GET", "/files/a/b.txt"); resp.StatusCode != 200 || !strings.Contains(b, `"a/b.txt"`) {
+		t.Errorf("subtree file: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := get("PUT", "/files/a"); resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, HEAD" && resp.Header.Get("Allow") != "GET" {
+		t.Errorf("subtree wrong method: %d %s allow=%q", resp.StatusCode, b, resp.Header.Get("Allow"))
 	}
 }
 
