@@ -190,7 +190,7 @@ func BenchmarkThreadCreate32(b *testing.B) {
 				after := cs.CommitStats()
 				if commits := after.Commits - before.Commits; commits > 0 {
 					b.ReportMetric(float64(after.Writes-before.Writes)/float64(commits), "writes/commit")
-					b.ReportMetric(float64(after.Pages-before.Pages)/float64(commits), "pages/commit")
+					b.ReportMetric(float64(after.Bytes-before.Bytes)/float64(commits), "logbytes/commit")
 				}
 			}
 		})

@@ -9,15 +9,15 @@ import (
 	"github.com/agentplane/agentplane/shared/kernel/store"
 )
 
-// BenchmarkPutNoSync is BenchmarkPut without the fsync, so that what the
-// store itself costs per write shows through the disk's noise.
+// BenchmarkPutNoSync is BenchmarkPut without the log's fsync, so that what
+// the store itself costs per write shows through the disk's noise.
 func BenchmarkPutNoSync(b *testing.B) {
 	s, err := Open(filepath.Join(b.TempDir(), "db"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	s.db.NoSync = true
+	s.commits.wal.noSync = true
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {

@@ -1,11 +1,13 @@
-// Package boltstore is the embedded adapter of the store port, over bbolt.
+// Package boltstore is the embedded adapter of the store port: bbolt,
+// behind a write-ahead log and memory tables (engine.go, wal.go,
+// checkpoint.go).
 //
 // Layout: one bucket for the base table, one per secondary index and one of
 // expiry times. Keys are order-preserving, prefix-free encodings of
 // (pk, sk) — in an index bucket (index pk, index sk, pk, sk); in the expiry
 // bucket (expiry, pk, sk) — so bbolt's byte order is the port's string
 // order, and no key of one partition can run into another's whatever bytes
-// the strings hold. Index and expiry entries are written in the same bbolt
+// the strings hold. Index and expiry entries are written in the same
 // transaction as their item. Expired items are invisible at once; a
 // background sweep removes them physically.
 package boltstore
@@ -18,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"time"
 
@@ -25,53 +28,39 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-var (
-	baseBucket   = []byte("items")
-	expiryBucket = []byte("expiry")
-	// buckets are all the buckets: the base table, expiry times and one
-	// per secondary index.
-	buckets = append([][]byte{baseBucket, expiryBucket}, indexBuckets()...)
-)
-
-func indexBuckets() [][]byte {
-	out := make([][]byte, len(store.IndexNames))
-	for i, n := range store.IndexNames {
-		out[i] = []byte(n)
-	}
-	return out
-}
-
 // pageSize is the page of a query whose Limit is 0.
 const pageSize = 100
 
 // sweepEvery is how often expired items are physically removed.
 const sweepEvery = time.Minute
 
-// Store is a bbolt-backed store.Store.
+// Store is the embedded store.Store.
 type Store struct {
-	db   *bolt.DB
-	stop chan struct{}
-	done sync.WaitGroup
-	once sync.Once
-	// commits groups concurrent writes into shared bbolt transactions
-	// (commit.go).
+	db     *bolt.DB
+	layers layers // the memory tables over db (engine.go)
+	stop   chan struct{}
+	done   sync.WaitGroup
+	once   sync.Once
+	// commits groups concurrent writes into shared transactions, logs
+	// them and checkpoints them into bbolt (commit.go, checkpoint.go).
 	commits committer
 	cache   *readCache // nil: off (cache.go)
 }
 
 // CommitStats count a store's commits since it was opened: how many
-// writes share a transaction, and how many pages each writes (each
-// page is a write request to the disk before the fsync).
+// writes share a transaction, and how many bytes each appends to the
+// write-ahead log before its one fsync.
 type CommitStats struct {
-	Commits int64 // transactions committed
-	Writes  int64 // write calls (Put, Update, Delete, Transact) that shared them, failed conditions among them
-	Pages   int64 // pages written (bbolt's TxStats.Write, meta page included)
+	Commits     int64 // transactions committed
+	Writes      int64 // write calls (Put, Update, Delete, Transact) that shared them, failed conditions among them
+	Bytes       int64 // bytes of their log records
+	Checkpoints int64 // memory tables written into bbolt
 }
 
 // CommitStats returns the counts so far.
 func (s *Store) CommitStats() CommitStats {
 	st := &s.commits.stats
-	return CommitStats{Commits: st.commits.Load(), Writes: st.writes.Load(), Pages: st.pages.Load()}
+	return CommitStats{Commits: st.commits.Load(), Writes: st.writes.Load(), Bytes: st.bytes.Load(), Checkpoints: st.checkpoints.Load()}
 }
 
 // Options tune a store.
@@ -79,6 +68,10 @@ type Options struct {
 	// CacheBytes is the size of the read cache: 0 means
 	// DefaultCacheBytes, a negative value turns it off.
 	CacheBytes int64
+	// freezeBytes and freezeAge replace defaultFreezeBytes and
+	// defaultFreezeAge when positive (tests: many checkpoints).
+	freezeBytes int
+	freezeAge   time.Duration
 }
 
 var _ store.Store = (*Store)(nil)
@@ -87,24 +80,18 @@ var _ store.Store = (*Store)(nil)
 // default options.
 func Open(path string) (*Store, error) { return OpenWith(path, Options{}) }
 
-// OpenWith opens (creating if needed) the database file at path.
+// OpenWith opens (creating if needed) the database file at path, and its
+// write-ahead log, the folder path + ".wal". What the log holds is
+// written into the file before the store serves anything.
 func OpenWith(path string, o Options) (*Store, error) {
 	// The free list is not written at every commit (it is rebuilt by a
-	// scan when the file is opened): at tens of thousands of threads its
-	// pages were a large part of each commit's writes. The hash map form
-	// allocates in constant time. etcd runs bbolt the same way.
+	// scan when the file is opened). The hash map form allocates in
+	// constant time. etcd runs bbolt the same way.
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, err
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range buckets {
-			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	w, err := openLog(db, path+".wal")
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -114,20 +101,58 @@ func OpenWith(path string, o Options) (*Store, error) {
 		size = DefaultCacheBytes
 	}
 	s := &Store{db: db, stop: make(chan struct{}), cache: newReadCache(size)}
-	s.commits.start(db, s.cache)
+	s.layers.active = newMemtable()
+	s.commits.start(db, s.cache, &s.layers, w, o)
 	s.done.Add(1)
 	go s.sweep()
 	return s, nil
 }
 
-// Close stops the sweep and closes the database.
+// openLog creates the buckets, replays the log folder dir into db (bbolt's
+// lock on the file is held, so no other process is using the log) and
+// starts its next segment.
+func openLog(db *bolt.DB, dir string) (*wal, error) {
+	err := db.Update(func(tx *bolt.Tx) error {
+		for _, b := range buckets {
+			if _, err := tx.CreateBucketIfNotExists(b.name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	next, err := replayLog(db, dir)
+	if err != nil {
+		return nil, fmt.Errorf("boltstore: replaying the write-ahead log %s: %w", dir, err)
+	}
+	return openWAL(dir, next)
+}
+
+// Close stops the sweep, checkpoints what the memory tables hold and
+// closes the database.
 func (s *Store) Close() error {
+	var err error
 	s.once.Do(func() {
 		close(s.stop)
-		s.commits.stop()
+		err = s.commits.stop()
 	})
 	s.done.Wait()
-	return s.db.Close()
+	return errors.Join(err, s.db.Close())
+}
+
+// read runs fn on a view of the layers and a bbolt read transaction
+// taken together (see layers).
+func (s *Store) read(fn func(*view) error) error {
+	s.layers.mu.RLock()
+	defer s.layers.mu.RUnlock()
+	return s.db.View(func(tx *bolt.Tx) error {
+		return fn(&view{active: s.layers.active, frozen: s.layers.frozen, tx: tx})
+	})
 }
 
 func (s *Store) sweep() {
@@ -166,13 +191,19 @@ func (s *Store) purgeBatch(now time.Time, max int) (int, error) {
 	n := 0
 	// Through the committer, like every write, so the read cache sees it.
 	// Any error may follow a removal: each is dirty.
-	err := s.commits.write(func(tx *bolt.Tx) error {
+	err := s.commits.write(func(tx *txn) error {
 		n = 0
-		c := tx.Bucket(expiryBucket).Cursor()
+		c, err := tx.cursor(expiryBucket)
+		if err != nil {
+			return err
+		}
 		limit := expiryPrefix(nanos(now) + 1)
 		var due [][]byte
-		for k, _ := c.First(); k != nil && bytes.Compare(k, limit) < 0 && len(due) < max; k, _ = c.Next() {
+		for k := c.First(); k != nil && bytes.Compare(k, limit) < 0 && len(due) < max; k = c.Next() {
 			due = append(due, bytes.Clone(k))
+		}
+		if err := c.Close(); err != nil {
+			return err
 		}
 		for _, ek := range due {
 			if len(ek) < 8 {
@@ -197,7 +228,7 @@ func (s *Store) purgeBatch(now time.Time, max int) (int, error) {
 			}
 			// The removal dropped the entry; a stale one (its item was
 			// rewritten) goes too.
-			if err := tx.Bucket(expiryBucket).Delete(ek); err != nil {
+			if err := tx.del(expiryBucket, ek); err != nil {
 				return dirty{err}
 			}
 		}
@@ -325,8 +356,11 @@ func fromRecord(k store.Key, r record) store.Item {
 }
 
 // loadAt reads the stored record of k (encoded as bk), live or not.
-func loadAt(tx *bolt.Tx, bk []byte, k store.Key) (record, bool, error) {
-	v := tx.Bucket(baseBucket).Get(bk)
+func loadAt(tx *txn, bk []byte, k store.Key) (record, bool, error) {
+	v, _, err := tx.peek(baseBucket, bk) // decodeRecord copies what it keeps
+	if err != nil {
+		return record{}, false, err
+	}
 	if v == nil {
 		return record{}, false, nil
 	}
@@ -376,7 +410,7 @@ type change struct {
 
 // entry is a key of an index bucket.
 type entry struct {
-	bucket []byte
+	bucket *bucket
 	key    []byte
 }
 
@@ -389,7 +423,7 @@ type stored struct {
 
 // checked reads what p's key holds and checks p's condition on it (an
 // unmet condition is store.ErrConditionFailed).
-func (p prepared) checked(tx *bolt.Tx, now time.Time) (stored, error) {
+func (p prepared) checked(tx *txn, now time.Time) (stored, error) {
 	r, found, err := loadAt(tx, p.bk, p.k)
 	if err != nil {
 		return stored{}, err
@@ -399,18 +433,22 @@ func (p prepared) checked(tx *bolt.Tx, now time.Time) (stored, error) {
 }
 
 // indexEntries are the index keys of a record of k.
-func indexEntries(r record, k store.Key) []entry {
+func indexEntries(r record, k store.Key) ([]entry, error) {
 	ix := make([]entry, 0, len(r.I))
 	for name, v := range r.I {
-		ix = append(ix, entry{bucket: []byte(name), key: indexKey(v, k)})
+		b, err := indexBucket(name)
+		if err != nil {
+			return nil, err
+		}
+		ix = append(ix, entry{bucket: b, key: indexKey(v, k)})
 	}
-	return ix
+	return ix, nil
 }
 
 // apply writes c, first dropping its key from the read cache rc. Its
-// errors are bbolt's own (never a condition), and leave the transaction
+// errors are the engine's own (never a condition), and leave the transaction
 // half-written: they are marked dirty.
-func (c change) apply(tx *bolt.Tx, rc *readCache) error {
+func (c change) apply(tx *txn, rc *readCache) error {
 	if c.found || !c.del {
 		rc.begin(c.bk)
 	}
@@ -429,47 +467,54 @@ func (c change) apply(tx *bolt.Tx, rc *readCache) error {
 
 // write replaces the record (old is what was stored, live or not) and its
 // index and expiry entries.
-func (c change) write(tx *bolt.Tx) error {
+func (c change) write(tx *txn) error {
 	if c.found {
 		if err := dropEntries(tx, c.k, c.old); err != nil {
 			return err
 		}
 	}
-	if err := tx.Bucket(baseBucket).Put(c.bk, encodeRecord(c.nr)); err != nil {
+	if err := tx.put(baseBucket, c.bk, encodeRecord(c.nr)); err != nil {
 		return err
 	}
 	ix := c.ix
 	if ix == nil {
-		ix = indexEntries(c.nr, c.k)
+		var err error
+		if ix, err = indexEntries(c.nr, c.k); err != nil {
+			return err
+		}
 	}
 	for _, e := range ix {
-		if err := tx.Bucket(e.bucket).Put(e.key, nil); err != nil {
+		if err := tx.put(e.bucket, e.key, nil); err != nil {
 			return err
 		}
 	}
 	if c.nr.E != 0 {
-		return tx.Bucket(expiryBucket).Put(expiryKey(c.nr.E, c.k), nil)
+		return tx.put(expiryBucket, expiryKey(c.nr.E, c.k), nil)
 	}
 	return nil
 }
 
-func dropEntries(tx *bolt.Tx, k store.Key, old record) error {
+func dropEntries(tx *txn, k store.Key, old record) error {
 	for name, v := range old.I {
-		if err := tx.Bucket([]byte(name)).Delete(indexKey(v, k)); err != nil {
+		b, err := indexBucket(name)
+		if err != nil {
+			return err
+		}
+		if err := tx.del(b, indexKey(v, k)); err != nil {
 			return err
 		}
 	}
 	if old.E != 0 {
-		return tx.Bucket(expiryBucket).Delete(expiryKey(old.E, k))
+		return tx.del(expiryBucket, expiryKey(old.E, k))
 	}
 	return nil
 }
 
-func removeAt(tx *bolt.Tx, bk []byte, k store.Key, old record) error {
+func removeAt(tx *txn, bk []byte, k store.Key, old record) error {
 	if err := dropEntries(tx, k, old); err != nil {
 		return err
 	}
-	return tx.Bucket(baseBucket).Delete(bk)
+	return tx.del(baseBucket, bk)
 }
 
 // Get implements store.Store.
@@ -507,7 +552,7 @@ func (s *Store) GetData(ctx context.Context, k store.Key) ([]byte, int64, error)
 	return data, version, nil
 }
 
-// record returns k's stored record, from the read cache or from bbolt
+// record returns k's stored record, from the read cache or the layers
 // (then kept), and the time (unix nanoseconds) to judge its expiry by.
 // The record is shared: never changed.
 func (s *Store) record(k store.Key) ([]byte, int64, error) {
@@ -520,11 +565,10 @@ func (s *Store) record(k store.Key) ([]byte, int64, error) {
 	if hit {
 		return rec, now, nil
 	}
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(baseBucket).Get(bk); v != nil {
-			rec = bytes.Clone(v) // bbolt's memory is only valid in the transaction
-		}
-		return nil
+	err := s.read(func(v *view) error {
+		var err error
+		rec, err = v.get(baseBucket, bk)
+		return err
 	})
 	if err != nil {
 		return nil, 0, err
@@ -538,12 +582,15 @@ func (s *Store) record(k store.Key) ([]byte, int64, error) {
 
 // readLive reads k as reads return it; live is false when it is absent or
 // expired at now (unix nanoseconds).
-func readLive(tx *bolt.Tx, k store.Key, now int64) (store.Item, bool, error) {
-	v := tx.Bucket(baseBucket).Get(baseKey(k))
-	if v == nil {
+func readLive(v *view, k store.Key, now int64) (store.Item, bool, error) {
+	rec, _, err := v.peek(baseBucket, baseKey(k)) // readItem copies what it keeps
+	if err != nil {
+		return store.Item{}, false, err
+	}
+	if rec == nil {
 		return store.Item{}, false, nil
 	}
-	it, live, err := readItem(k, v, now)
+	it, live, err := readItem(k, rec, now)
 	if err != nil {
 		return store.Item{}, false, fmt.Errorf("boltstore: item %q/%q: %w", k.PK, k.SK, err)
 	}
@@ -566,7 +613,9 @@ func prepare(op store.TxOp) prepared {
 	p := prepared{k: k, bk: baseKey(k), cond: c}
 	if op.Kind == store.OpPut {
 		p.nr = toRecord(op.Item)
-		p.ix = indexEntries(p.nr, k)
+		// Its index names were checked (store.CheckItem); should one be
+		// unknown, the write computes the entries again and fails.
+		p.ix, _ = indexEntries(p.nr, k)
 	}
 	return p
 }
@@ -596,7 +645,7 @@ func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (stor
 	}
 	p := prepare(store.TxOp{Kind: store.OpPut, Item: it, Cond: c})
 	var nr record
-	err := s.commits.write(func(tx *bolt.Tx) error {
+	err := s.commits.write(func(tx *txn) error {
 		cur, err := p.checked(tx, time.Now())
 		if err != nil {
 			return err
@@ -611,7 +660,7 @@ func (s *Store) Put(ctx context.Context, it store.Item, c store.Condition) (stor
 	return fromRecord(it.Key, nr), nil
 }
 
-func planUpdate(tx *bolt.Tx, u store.Update, now time.Time) (change, error) {
+func planUpdate(tx *txn, u store.Update, now time.Time) (change, error) {
 	p := prepare(store.TxOp{Kind: store.OpUpdate, Update: u})
 	cur, err := p.checked(tx, now)
 	if err != nil {
@@ -680,7 +729,7 @@ func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) 
 		return store.Item{}, err
 	}
 	var nr record
-	err := s.commits.write(func(tx *bolt.Tx) error {
+	err := s.commits.write(func(tx *txn) error {
 		ch, err := planUpdate(tx, u, time.Now())
 		if err != nil {
 			return err
@@ -694,7 +743,7 @@ func (s *Store) Update(ctx context.Context, u store.Update) (store.Item, error) 
 	return fromRecord(u.Key, nr), nil
 }
 
-func planDelete(tx *bolt.Tx, k store.Key, c store.Condition, now time.Time) (change, error) {
+func planDelete(tx *txn, k store.Key, c store.Condition, now time.Time) (change, error) {
 	p := prepare(store.TxOp{Kind: store.OpDelete, Key: k, Cond: c})
 	cur, err := p.checked(tx, now)
 	if err != nil {
@@ -711,7 +760,7 @@ func (s *Store) Delete(ctx context.Context, k store.Key, c store.Condition) erro
 	if err := store.CheckCond(c); err != nil {
 		return err
 	}
-	return s.commits.write(func(tx *bolt.Tx) error {
+	return s.commits.write(func(tx *txn) error {
 		ch, err := planDelete(tx, k, c, time.Now())
 		if err != nil {
 			return err
@@ -743,7 +792,7 @@ func (s *Store) Transact(ctx context.Context, ops []store.TxOp) error {
 	for i, op := range ops {
 		preps[i] = prepare(op)
 	}
-	return s.commits.write(func(tx *bolt.Tx) error {
+	return s.commits.write(func(tx *txn) error {
 		now := time.Now()
 		// Every condition is checked first, so the failing one is reported
 		// whatever else is wrong (operations touch distinct keys, so none
@@ -806,7 +855,10 @@ func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 	}
 	bucket := baseBucket
 	if q.Index != "" {
-		bucket = []byte(q.Index)
+		var err error
+		if bucket, err = indexBucket(q.Index); err != nil {
+			return store.Page{}, fmt.Errorf("%w: %v", store.ErrInvalid, err)
+		}
 	}
 	part := esc(nil, q.PK)
 	var cursor []byte
@@ -820,47 +872,58 @@ func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 	lo, hi := bounds(part, q.SK)
 	nowN := nanos(time.Now())
 	var page store.Page
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucket).Cursor()
-		k := first(c, q.Desc, cursor, lo, hi)
-		var last []byte
-		for ; k != nil && bytes.HasPrefix(k, part); k = step(c, q.Desc) {
-			sk, rest, ok := unesc(k[len(part):])
-			if !ok {
-				return errors.New("boltstore: corrupt key")
-			}
-			in, past := match(q.SK, sk, q.Desc)
-			if past {
-				break
-			}
-			if !in {
-				continue
-			}
-			key := store.Key{PK: q.PK, SK: sk}
-			if q.Index != "" {
-				pk, rest2, ok1 := unesc(rest)
-				bsk, _, ok2 := unesc(rest2)
-				if !ok1 || !ok2 {
-					return errors.New("boltstore: corrupt index key")
-				}
-				key = store.Key{PK: pk, SK: bsk}
-			}
-			it, live, err := readLive(tx, key, nowN)
-			if err != nil {
-				return err
-			}
-			if !live {
-				continue
-			}
-			if len(page.Items) == limit {
-				// A further live item exists: hand out a cursor.
-				page.Next = base64.RawURLEncoding.EncodeToString(last)
-				return nil
-			}
-			page.Items = append(page.Items, it)
-			last = append(last[:0], k...)
+	// One view: the index and the items it points to are read as of one
+	// moment.
+	err := s.read(func(v *view) error {
+		c, err := v.cursor(bucket)
+		if err != nil {
+			return err
 		}
-		return nil
+		err = func() error {
+			k := first(c, q.Desc, cursor, lo, hi)
+			var last []byte
+			for ; k != nil && bytes.HasPrefix(k, part); k = step(c, q.Desc) {
+				sk, rest, ok := unesc(k[len(part):])
+				if !ok {
+					return errors.New("boltstore: corrupt key")
+				}
+				in, past := match(q.SK, sk, q.Desc)
+				if past {
+					break
+				}
+				if !in {
+					continue
+				}
+				key := store.Key{PK: q.PK, SK: sk}
+				if q.Index != "" {
+					pk, rest2, ok1 := unesc(rest)
+					bsk, _, ok2 := unesc(rest2)
+					if !ok1 || !ok2 {
+						return errors.New("boltstore: corrupt index key")
+					}
+					key = store.Key{PK: pk, SK: bsk}
+				}
+				it, live, err := readLive(v, key, nowN)
+				if err != nil {
+					return err
+				}
+				if !live {
+					continue
+				}
+				if len(page.Items) == limit {
+					// A further live item exists: hand out a cursor.
+					page.Next = base64.RawURLEncoding.EncodeToString(last)
+					return nil
+				}
+				page.Items = append(page.Items, it)
+				last = append(last[:0], k...)
+			}
+			return nil
+		}()
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+		return err
 	})
 	if err != nil {
 		return store.Page{}, err
@@ -869,37 +932,37 @@ func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 }
 
 // first positions c on the first candidate key of a scan.
-func first(c *bolt.Cursor, desc bool, cursor, lo, hi []byte) []byte {
+func first(c *cursor, desc bool, cursor, lo, hi []byte) []byte {
 	var k []byte
 	switch {
 	case !desc && cursor != nil:
-		k, _ = c.Seek(cursor)
+		k = c.Seek(cursor)
 		if bytes.Equal(k, cursor) {
-			k, _ = c.Next()
+			k = c.Next()
 		}
 	case !desc:
-		k, _ = c.Seek(lo)
+		k = c.Seek(lo)
 	default:
 		start := hi
 		if cursor != nil {
 			start = cursor
 		}
 		// The last key before start.
-		if k, _ = c.Seek(start); k == nil {
-			k, _ = c.Last()
+		if k = c.Seek(start); k == nil {
+			k = c.Last()
 		} else {
-			k, _ = c.Prev()
+			k = c.Prev()
 		}
 	}
 	return k
 }
 
-func step(c *bolt.Cursor, desc bool) []byte {
+func step(c *cursor, desc bool) []byte {
 	var k []byte
 	if desc {
-		k, _ = c.Prev()
+		k = c.Prev()
 	} else {
-		k, _ = c.Next()
+		k = c.Next()
 	}
 	return k
 }

@@ -6,19 +6,21 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
 
-// Group commit. Every bbolt commit costs an fsync (two, data and meta), and
-// bbolt runs one writer at a time, so writers one after another are bound
-// by the disk. The committer lets concurrent writers share a transaction:
-// one goroutine of the store commits, batch after batch; a writer queues
-// its write and waits. A lone writer's write is committed at once (it
-// waits for nothing but a goroutine switch); writers that arrive while a
-// commit is on the disk queue up and go, in arrival order, into the next
-// transaction, which starts as soon as the one before is durable. Each
-// write is durable when its call returns.
+// Group commit. Every commit costs an fsync of the write-ahead log
+// (wal.go), and writes are serialized, so writers one after another are
+// bound by the disk. The committer lets concurrent writers share a
+// transaction: one goroutine of the store commits, batch after batch; a
+// writer queues its write and waits. A lone writer's write is committed
+// at once (it waits for nothing but a goroutine switch); writers that
+// arrive while a commit is on the disk queue up and go, in arrival order,
+// into the next transaction, which starts as soon as the one before is
+// durable. Each write is durable (its log record synced) and visible (in
+// the active memory table, engine.go) when its call returns.
 //
 // The committer used to be whichever writer came first, handing the role
 // to the first queued writer after each commit. Under load that writer
@@ -55,7 +57,7 @@ func (d dirty) Error() string { return d.err.Error() }
 func (d dirty) Unwrap() error { return d.err }
 
 type writeReq struct {
-	fn       func(*bolt.Tx) error
+	fn       func(*txn) error
 	err      error
 	panicked any
 	done     chan struct{} // receives once the write is committed or failed
@@ -71,24 +73,37 @@ type writeReq struct {
 type committer struct {
 	stats  commitCounters
 	db     *bolt.DB
-	cache  *readCache               // told when each batch's writes have ended
+	cache  *readCache // told when each batch's writes have ended
+	layers *layers
+	wal    *wal
 	head   atomic.Pointer[writeReq] // the last request queued; closed once stopped
 	wake   chan struct{}            // capacity 1: the queue was empty and has a write
 	quit   chan struct{}            // closed by stop
 	exited chan struct{}
+
+	// Checkpoints (checkpoint.go).
+	born     time.Time     // when the active table took its first write
+	ckpt     chan ckptJob  // to the checkpointing goroutine; capacity 1
+	ckptIdle chan struct{} // capacity 1: a checkpoint has finished
+	ckptDone chan struct{} // closed when the checkpointing goroutine exits
+	ckptErr  atomic.Pointer[error]
+	// abandon skips the final checkpoint at stop (tests: a crash).
+	abandon     bool
+	freezeBytes int
+	freezeAge   time.Duration
 }
 
 // commitCounters count what the committer has committed (Store.CommitStats).
 type commitCounters struct {
-	commits, writes, pages atomic.Int64
+	commits, writes, bytes, checkpoints atomic.Int64
 }
 
-// count records a committed transaction of n writes.
-func (c *committer) count(tx *bolt.Tx, n int) {
+// count records a committed transaction of n writes and its log record's
+// size.
+func (c *committer) count(n, size int) {
 	c.stats.commits.Add(1)
 	c.stats.writes.Add(int64(n))
-	st := tx.Stats()
-	c.stats.pages.Add(st.GetWrite())
+	c.stats.bytes.Add(int64(size))
 }
 
 // closed heads the queue of a stopped committer.
@@ -96,20 +111,45 @@ var closed = &writeReq{}
 
 var reqPool = sync.Pool{New: func() any { return &writeReq{done: make(chan struct{}, 1)} }}
 
-// start runs the committing goroutine until stop.
-func (c *committer) start(db *bolt.DB, rc *readCache) {
-	c.db, c.cache = db, rc
+// start runs the committing and checkpointing goroutines until stop.
+func (c *committer) start(db *bolt.DB, rc *readCache, l *layers, w *wal, o Options) {
+	c.db, c.cache, c.layers, c.wal = db, rc, l, w
+	c.freezeBytes, c.freezeAge = o.freezeBytes, o.freezeAge
+	if c.freezeBytes <= 0 {
+		c.freezeBytes = defaultFreezeBytes
+	}
+	if c.freezeAge <= 0 {
+		c.freezeAge = defaultFreezeAge
+	}
 	c.wake = make(chan struct{}, 1)
 	c.quit = make(chan struct{})
 	c.exited = make(chan struct{})
+	c.ckpt = make(chan ckptJob, 1)
+	c.ckptIdle = make(chan struct{}, 1)
+	c.ckptDone = make(chan struct{})
+	go c.checkpoints()
 	go c.loop()
 }
 
-// stop lets the queued writes commit, refuses new ones and returns once
-// the goroutine has exited.
-func (c *committer) stop() {
+// stop lets the queued writes commit, refuses new ones, checkpoints what
+// the memory tables hold, and returns once the goroutines have exited.
+// What a failed checkpoint leaves stays in the log, for the next open.
+func (c *committer) stop() error {
 	close(c.quit)
 	<-c.exited
+	close(c.ckpt)
+	<-c.ckptDone
+	werr := c.wal.close()
+	if c.abandon || c.layers.frozen != nil {
+		// A frozen table whose checkpoint failed must reach bbolt before
+		// anything newer: both stay in the log, replayed in order.
+		return werr
+	}
+	active := c.layers.active
+	if active.empty() {
+		return errors.Join(werr, removeSegment(c.wal.dir, c.wal.seq))
+	}
+	return errors.Join(werr, c.checkpoint(ckptJob{m: active, seq: c.wal.seq}, false))
 }
 
 func (c *committer) signal() {
@@ -121,7 +161,7 @@ func (c *committer) signal() {
 
 // write runs fn in a write transaction shared with concurrent writers, and
 // returns once that transaction is committed (or fn failed).
-func (c *committer) write(fn func(*bolt.Tx) error) error {
+func (c *committer) write(fn func(*txn) error) error {
 	r := reqPool.Get().(*writeReq)
 	r.fn = fn
 	for {
@@ -149,8 +189,24 @@ func (c *committer) loop() {
 	for stopped := false; !stopped; {
 		top := c.head.Swap(nil)
 		if top == nil {
+			// Idle: a table with writes is checkpointed after a while,
+			// so that the log stays short.
+			var due <-chan time.Time
+			var idle chan struct{}
+			if !c.layers.active.empty() {
+				if c.checkpointing() {
+					idle = c.ckptIdle // then freeze
+				} else {
+					due = time.After(max(time.Until(c.born.Add(c.freezeAge)), 0))
+				}
+			}
 			select {
 			case <-c.wake:
+				continue
+			case <-due:
+				c.maybeFreeze()
+				continue
+			case <-idle:
 				continue
 			case <-c.quit:
 			}
@@ -203,7 +259,7 @@ func (r *writeReq) finish() error {
 }
 
 // run calls r.fn; a panic counts as dirty (the function may have written).
-func run(r *writeReq, tx *bolt.Tx) (err error) {
+func run(r *writeReq, tx *txn) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.panicked = p
@@ -216,65 +272,109 @@ func run(r *writeReq, tx *bolt.Tx) (err error) {
 // commit runs batch in one transaction, or each alone when one of them
 // left the shared transaction half-written.
 func (c *committer) commit(batch []*writeReq) {
+	if err := c.room(); err != nil {
+		for _, r := range batch {
+			r.err = err
+		}
+		return
+	}
 	if len(batch) == 1 {
 		c.solo(batch[0])
 		return
 	}
-	tx, err := begin(c.db)
+	t, err := c.begin()
 	if err != nil {
 		for _, r := range batch {
 			r.err = err
 		}
 		return
 	}
-	var d dirty
-	for _, r := range batch {
-		r.err = run(r, tx)
-		if errors.As(r.err, &d) {
-			break
-		}
-	}
+	d := t.runAll(batch)
 	if d.err != nil {
-		_ = tx.Rollback()
 		for _, r := range batch {
 			r.err, r.panicked = nil, nil
 			c.solo(r)
 		}
 		return
 	}
-	if err := tx.Commit(); err != nil {
+	if err := c.publish(t, len(batch)); err != nil {
 		for _, r := range batch {
 			if r.err == nil {
 				r.err = err
 			}
 		}
-		return
 	}
-	c.count(tx, len(batch))
+}
+
+// runAll runs the batch's functions in t until one leaves it
+// half-written (returned), and ends t's bbolt read transaction whatever
+// happens: a leaked one would hold bbolt's remapping back for ever.
+func (t *txn) runAll(batch []*writeReq) (d dirty) {
+	defer t.tx.Rollback()
+	for _, r := range batch {
+		r.err = run(r, t)
+		if errors.As(r.err, &d) {
+			return d
+		}
+	}
+	return dirty{}
 }
 
 // solo runs r in a transaction of its own.
 func (c *committer) solo(r *writeReq) {
-	tx, err := begin(c.db)
+	t, err := c.begin()
 	if err != nil {
 		r.err = err
 		return
 	}
-	if err := run(r, tx); err != nil {
-		_ = tx.Rollback()
-		var d dirty
-		if errors.As(err, &d) {
-			err = d.err
-		}
-		r.err = err
+	if d := t.runAll([]*writeReq{r}); d.err != nil {
+		r.err = d.err
 		return
 	}
-	if r.err = tx.Commit(); r.err == nil {
-		c.count(tx, 1)
+	if r.err != nil {
+		return
 	}
+	r.err = c.publish(t, 1)
 }
 
-// fillPercent is how full bbolt leaves a page it splits. Most keys here
+// begin starts a write transaction: its own table over the layers as
+// they are now, and a bbolt read transaction taken with them (see
+// layers). It must end (tx.Rollback) before publish, which waits for
+// readers.
+func (c *committer) begin() (*txn, error) {
+	c.layers.mu.RLock()
+	active, frozen := c.layers.active, c.layers.frozen
+	tx, err := c.db.Begin(false)
+	c.layers.mu.RUnlock()
+	if err != nil {
+		return nil, err
+	}
+	return &txn{view{own: newMemtable(), active: active, frozen: frozen, tx: tx}}, nil
+}
+
+// publish makes t's writes durable (one log record, synced) and then
+// visible (merged into the active table). A transaction that wrote
+// nothing has nothing to publish.
+func (c *committer) publish(t *txn, n int) error {
+	if t.own.empty() {
+		return nil
+	}
+	size, err := c.wal.append(t.own)
+	if err != nil {
+		return err
+	}
+	c.layers.mu.Lock()
+	if c.layers.active.empty() {
+		c.born = time.Now()
+	}
+	c.layers.active.merge(t.own)
+	c.layers.mu.Unlock()
+	c.count(n, size)
+	c.maybeFreeze()
+	return nil
+}
+
+// fillPercent is how full bbolt leaves a page it splits (at checkpoints). Most keys here
 // grow at one end (time-ordered thread and chain ids, created_at and
 // updated_at index entries), and bbolt's default of one half left every
 // page behind the growing end half empty: more pages, more of them dirty
@@ -284,17 +384,3 @@ func (c *committer) solo(r *writeReq) {
 // fill makes little difference there. etcd uses 0.9 for its sequential
 // keys.
 const fillPercent = 0.9
-
-// begin starts a write transaction whose buckets split at fillPercent.
-func begin(db *bolt.DB) (*bolt.Tx, error) {
-	tx, err := db.Begin(true)
-	if err != nil {
-		return nil, err
-	}
-	for _, name := range buckets {
-		if b := tx.Bucket(name); b != nil {
-			b.FillPercent = fillPercent
-		}
-	}
-	return tx, nil
-}

@@ -23,8 +23,8 @@ func TestCommitterPanicStaysWithItsWriter(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			defer func() { recovered[i] = recover() }()
-			errs[i] = s.commits.write(func(tx *bolt.Tx) error {
-				if err := tx.Bucket(bucket).Put([]byte{byte(i)}, []byte("v")); err != nil {
+			errs[i] = s.commits.write(func(tx *txn) error {
+				if err := tx.put(baseBucket, testKey(i), []byte("v")); err != nil {
 					return dirty{err}
 				}
 				switch i % 10 {
@@ -41,8 +41,7 @@ func TestCommitterPanicStaysWithItsWriter(t *testing.T) {
 	}
 	wg.Wait()
 	for i := range writers {
-		var got []byte
-		_ = s.db.View(func(tx *bolt.Tx) error { got = tx.Bucket(bucket).Get([]byte{byte(i)}); return nil })
+		got := readKey(t, s, i)
 		switch i % 10 {
 		case 4:
 			if recovered[i] != "writer 4 broke" || got != nil {
@@ -71,8 +70,8 @@ func TestCommitterStopsCleanly(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = s.commits.write(func(tx *bolt.Tx) error {
-				return tx.Bucket(bucket).Put([]byte{byte(i)}, []byte("v"))
+			errs[i] = s.commits.write(func(tx *txn) error {
+				return tx.put(baseBucket, testKey(i), []byte("v"))
 			})
 		}()
 	}
@@ -89,9 +88,10 @@ func TestCommitterStopsCleanly(t *testing.T) {
 			t.Errorf("writer %d: %v", i, err)
 		}
 	}
-	if err := s.commits.write(func(*bolt.Tx) error { return nil }); !errors.Is(err, errClosed) {
+	if err := s.commits.write(func(*txn) error { return nil }); !errors.Is(err, errClosed) {
 		t.Errorf("a write after stop: %v, want errClosed", err)
 	}
+	// Close checkpointed everything: bbolt alone holds the writes.
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -99,26 +99,37 @@ func TestCommitterStopsCleanly(t *testing.T) {
 	defer db.Close()
 	for _, i := range committed {
 		var got []byte
-		_ = db.View(func(tx *bolt.Tx) error { got = tx.Bucket(bucket).Get([]byte{byte(i)}); return nil })
+		_ = db.View(func(tx *bolt.Tx) error { got = tx.Bucket(baseBucket.name).Get(testKey(i)); return nil })
 		if string(got) != "v" {
 			t.Errorf("writer %d was told its write committed, but it is not stored", i)
 		}
 	}
 }
 
-// bucket is where the committer's tests write.
-var bucket = []byte("test")
+// testKey is the committer tests' raw key of writer i.
+func testKey(i int) []byte { return []byte{'t', byte(i)} }
 
-// openWithBucket opens a store in a new folder, with bucket created, and
-// returns it and its file's path.
+// readKey reads writer i's raw key through the store's layers.
+func readKey(t *testing.T, s *Store, i int) []byte {
+	t.Helper()
+	var got []byte
+	if err := s.read(func(v *view) error {
+		var err error
+		got, err = v.get(baseBucket, testKey(i))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// openWithBucket opens a store in a new folder and returns it and its
+// file's path.
 func openWithBucket(t *testing.T) (*Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "db")
 	s, err := Open(path)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(bucket); return err }); err != nil {
 		t.Fatal(err)
 	}
 	return s, path
