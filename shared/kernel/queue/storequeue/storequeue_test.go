@@ -1,14 +1,12 @@
 package storequeue_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentplane/agentplane/shared/kernel/childtest"
 	"github.com/agentplane/agentplane/shared/kernel/queue"
 	"github.com/agentplane/agentplane/shared/kernel/queue/queuetest"
 	"github.com/agentplane/agentplane/shared/kernel/queue/storequeue"
@@ -227,18 +226,7 @@ func TestSurvivesKill(t *testing.T) {
 		t.Skip("child mode")
 	}
 	path := filepath.Join(t.TempDir(), "db")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcess$", "-test.v")
-	cmd.Env = append(os.Environ(), "STOREQUEUE_CHILD="+path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := bufio.NewScanner(out)
+	cmd, lines := childtest.Start(t, "TestChildProcess", "STOREQUEUE_CHILD="+path)
 	var acked []string
 	inFlight := ""
 	for inFlight == "" && lines.Scan() {
