@@ -150,9 +150,16 @@ func (c *committer) checkpoint(job ckptJob, frozen bool) error {
 	}
 	c.stats.checkpoints.Add(1)
 	// bbolt holds the writes durably now; should the removal be lost in a
-	// crash, replaying the segment writes the same values again.
+	// crash, replaying the segment writes the same values again, before
+	// the newer segments. The removal is made durable before the next
+	// checkpoint can begin: a file system that kept a later segment's
+	// removal and lost this one's would replay this one alone, over newer
+	// values.
 	if err := removeSegment(c.wal.dir, job.seq); err != nil {
-		slog.Error("store: removing a checkpointed log segment", "error", err.Error())
+		return fmt.Errorf("removing the checkpointed log segment: %w", err)
+	}
+	if err := syncDir(c.wal.dir); err != nil {
+		return err
 	}
 	if frozen {
 		c.layers.mu.Lock()
