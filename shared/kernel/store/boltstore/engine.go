@@ -79,7 +79,7 @@ type memEntry struct {
 
 func lessEntry(a, b memEntry) bool { return bytes.Compare(a.key, b.key) < 0 }
 
-// entryOverhead counts a memory-table entry's tree slot and headers.
+// memEntryOverhead counts a memory-table entry's tree slot and headers.
 const memEntryOverhead = 64
 
 // memtable holds writes in key order, one tree per bucket. Its entries are
@@ -87,12 +87,14 @@ const memEntryOverhead = 64
 // read returns stays valid. Only the committing goroutine writes to a
 // table, and only under layers.mu when readers can see the table.
 type memtable struct {
-	trees [8]*btree.BTreeG[memEntry] // by bucket id; nil until written
+	trees []*btree.BTreeG[memEntry] // by bucket id; nil until written
 	bytes int
 	n     int
 }
 
-func newMemtable() *memtable { return &memtable{} }
+func newMemtable() *memtable {
+	return &memtable{trees: make([]*btree.BTreeG[memEntry], len(buckets))}
+}
 
 func (m *memtable) tree(b *bucket) *btree.BTreeG[memEntry] {
 	t := m.trees[b.id]

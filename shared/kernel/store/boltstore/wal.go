@@ -45,7 +45,7 @@ const (
 // its checksum, so what the log holds after it cannot be trusted.
 var errCorruptLog = errors.New("boltstore: the write-ahead log is corrupt")
 
-// encodeRecord appends t's writes, as a log record, to dst.
+// appendLogRecord appends m's writes, as a log record, to dst.
 func appendLogRecord(dst []byte, m *memtable) []byte {
 	start := len(dst)
 	dst = append(dst, make([]byte, walHeader)...)
