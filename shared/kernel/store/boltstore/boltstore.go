@@ -202,9 +202,7 @@ func (s *Store) purgeBatch(now time.Time, max int) (int, error) {
 		for k := c.First(); k != nil && bytes.Compare(k, limit) < 0 && len(due) < max; k = c.Next() {
 			due = append(due, bytes.Clone(k))
 		}
-		if err := c.Close(); err != nil {
-			return err
-		}
+		c.Close() // before the removals change the tables it walks
 		for _, ek := range due {
 			if len(ek) < 8 {
 				return dirty{errors.New("boltstore: corrupt expiry key")}
@@ -879,51 +877,46 @@ func (s *Store) Query(ctx context.Context, q store.Query) (store.Page, error) {
 		if err != nil {
 			return err
 		}
-		err = func() error {
-			k := first(c, q.Desc, cursor, lo, hi)
-			var last []byte
-			for ; k != nil && bytes.HasPrefix(k, part); k = step(c, q.Desc) {
-				sk, rest, ok := unesc(k[len(part):])
-				if !ok {
-					return errors.New("boltstore: corrupt key")
-				}
-				in, past := match(q.SK, sk, q.Desc)
-				if past {
-					break
-				}
-				if !in {
-					continue
-				}
-				key := store.Key{PK: q.PK, SK: sk}
-				if q.Index != "" {
-					pk, rest2, ok1 := unesc(rest)
-					bsk, _, ok2 := unesc(rest2)
-					if !ok1 || !ok2 {
-						return errors.New("boltstore: corrupt index key")
-					}
-					key = store.Key{PK: pk, SK: bsk}
-				}
-				it, live, err := readLive(v, key, nowN)
-				if err != nil {
-					return err
-				}
-				if !live {
-					continue
-				}
-				if len(page.Items) == limit {
-					// A further live item exists: hand out a cursor.
-					page.Next = base64.RawURLEncoding.EncodeToString(last)
-					return nil
-				}
-				page.Items = append(page.Items, it)
-				last = append(last[:0], k...)
+		defer c.Close()
+		k := first(c, q.Desc, cursor, lo, hi)
+		var last []byte
+		for ; k != nil && bytes.HasPrefix(k, part); k = step(c, q.Desc) {
+			sk, rest, ok := unesc(k[len(part):])
+			if !ok {
+				return errors.New("boltstore: corrupt key")
 			}
-			return nil
-		}()
-		if cerr := c.Close(); err == nil {
-			err = cerr
+			in, past := match(q.SK, sk, q.Desc)
+			if past {
+				break
+			}
+			if !in {
+				continue
+			}
+			key := store.Key{PK: q.PK, SK: sk}
+			if q.Index != "" {
+				pk, rest2, ok1 := unesc(rest)
+				bsk, _, ok2 := unesc(rest2)
+				if !ok1 || !ok2 {
+					return errors.New("boltstore: corrupt index key")
+				}
+				key = store.Key{PK: pk, SK: bsk}
+			}
+			it, live, err := readLive(v, key, nowN)
+			if err != nil {
+				return err
+			}
+			if !live {
+				continue
+			}
+			if len(page.Items) == limit {
+				// A further live item exists: hand out a cursor.
+				page.Next = base64.RawURLEncoding.EncodeToString(last)
+				return nil
+			}
+			page.Items = append(page.Items, it)
+			last = append(last[:0], k...)
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return store.Page{}, err

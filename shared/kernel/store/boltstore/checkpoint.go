@@ -36,26 +36,28 @@ type ckptJob struct {
 }
 
 // maybeFreeze freezes the active table when it is due and no checkpoint
-// is running. It runs on the committing goroutine.
-func (c *committer) maybeFreeze() {
+// is running. It runs on the committing goroutine. When no new log
+// segment can be started the table stays active, its writes in the
+// current segment, and the next commit tries again; the error is
+// returned for room, whose writers would otherwise wait for ever.
+func (c *committer) maybeFreeze() error {
 	a := c.layers.active
 	if a.empty() || (a.bytes < c.freezeBytes && time.Since(c.born) < c.freezeAge) {
-		return
+		return nil
 	}
 	if c.checkpointing() {
-		return
+		return nil
 	}
 	seq, err := c.wal.rotate()
 	if err != nil {
-		// The table stays active and its writes in the current segment;
-		// the next commit tries again.
 		slog.Error("store: starting a new log segment", "error", err.Error())
-		return
+		return err
 	}
 	c.layers.mu.Lock()
 	c.layers.frozen, c.layers.active = a, newMemtable()
 	c.layers.mu.Unlock()
 	c.ckpt <- ckptJob{m: a, seq: seq}
+	return nil
 }
 
 // checkpointing says whether a frozen table is being checkpointed.
@@ -70,7 +72,9 @@ func (c *committer) checkpointing() bool {
 func (c *committer) room() error {
 	for c.layers.active.bytes >= maxActiveBytes {
 		if !c.checkpointing() {
-			c.maybeFreeze()
+			if err := c.maybeFreeze(); err != nil {
+				return fmt.Errorf("boltstore: the store is full and no new log segment can be started: %w", err)
+			}
 			if c.layers.active.bytes < maxActiveBytes {
 				return nil
 			}
@@ -119,32 +123,7 @@ func (c *committer) checkpoints() {
 // checkpoint writes job's table into bbolt durably, removes its log
 // segment and, when it was the frozen table, drops it.
 func (c *committer) checkpoint(job ckptJob, frozen bool) error {
-	err := c.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range buckets {
-			t := job.m.trees[b.id]
-			if t == nil {
-				continue
-			}
-			bk := tx.Bucket(b.name)
-			if bk == nil {
-				return errors.New("boltstore: missing bucket " + string(b.name))
-			}
-			bk.FillPercent = fillPercent
-			var err error
-			t.Scan(func(e memEntry) bool {
-				if e.del {
-					err = bk.Delete(e.key)
-				} else {
-					err = bk.Put(e.key, e.val)
-				}
-				return err == nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := c.db.Update(func(tx *bolt.Tx) error { return writeTable(tx, job.m) })
 	if err != nil {
 		return err
 	}
@@ -175,4 +154,33 @@ func removeSegment(dir string, seq uint64) error {
 		return nil
 	}
 	return err
+}
+
+// writeTable writes m's entries into their bbolt buckets in tx: a
+// checkpoint, or the replay of the log.
+func writeTable(tx *bolt.Tx, m *memtable) error {
+	for _, b := range buckets {
+		t := m.trees[b.id]
+		if t == nil {
+			continue
+		}
+		bk := tx.Bucket(b.name)
+		if bk == nil {
+			return errors.New("boltstore: missing bucket " + string(b.name))
+		}
+		bk.FillPercent = fillPercent
+		var err error
+		t.Scan(func(e memEntry) bool {
+			if e.del {
+				err = bk.Delete(e.key)
+			} else {
+				err = bk.Put(e.key, e.val)
+			}
+			return err == nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -88,8 +88,7 @@ const memEntryOverhead = 64
 // table, and only under layers.mu when readers can see the table.
 type memtable struct {
 	trees []*btree.BTreeG[memEntry] // by bucket id; nil until written
-	bytes int
-	n     int
+	bytes int                       // what its entries take, roughly; 0 when empty
 }
 
 func newMemtable() *memtable {
@@ -109,8 +108,6 @@ func (m *memtable) set(b *bucket, e memEntry) {
 	prev, replaced := m.tree(b).Set(e)
 	if replaced {
 		m.bytes -= len(prev.key) + len(prev.val) + memEntryOverhead
-	} else {
-		m.n++
 	}
 	m.bytes += len(e.key) + len(e.val) + memEntryOverhead
 }
@@ -141,7 +138,7 @@ func (m *memtable) merge(o *memtable) {
 	}
 }
 
-func (m *memtable) empty() bool { return m == nil || m.n == 0 }
+func (m *memtable) empty() bool { return m == nil || m.bytes == 0 }
 
 // layers are the memory tables that readers see over the bbolt file. The
 // committing goroutine replaces or extends them under mu; a reader holds
@@ -371,11 +368,10 @@ func (c *cursor) settle() []byte {
 }
 
 // Close releases the layers' iterators.
-func (c *cursor) Close() error {
+func (c *cursor) Close() {
 	for _, s := range c.srcs {
 		s.close()
 	}
-	return nil
 }
 
 type memSource struct {

@@ -386,7 +386,8 @@ func TestCheckpointsUnderLoad(t *testing.T) {
 	}
 }
 
-// The log's record format reads back what it wrote.
+// The log's record format reads back what it wrote, a later record's
+// write replacing an earlier one's.
 func TestLogRecordRoundTrip(t *testing.T) {
 	m := newMemtable()
 	m.set(baseBucket, memEntry{key: []byte("a"), val: []byte("1")})
@@ -397,14 +398,71 @@ func TestLogRecordRoundTrip(t *testing.T) {
 	if err := os.WriteFile(path, rec, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, err := readSegment(path, true)
-	if err != nil || len(got) != 1 || len(got[0]) != 3 {
-		t.Fatalf("%v %v", got, err)
+	// Two records: the second replaces one key of the first.
+	later := newMemtable()
+	later.set(baseBucket, memEntry{key: []byte("a"), val: []byte("2")})
+	rec = appendLogRecord(rec, later)
+	if err := os.WriteFile(path, rec, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	w := got[0]
-	if w[0].b != baseBucket || string(w[0].key) != "a" || string(w[0].val) != "1" || w[0].del ||
-		w[1].b != expiryBucket || string(w[1].key) != "b" || !w[1].del ||
-		w[2].b != buckets[2] || string(w[2].key) != "c" || !bytes.Equal(w[2].val, []byte{}) {
-		t.Fatalf("%+v", w)
+	got := newMemtable()
+	if err := readSegment(path, true, got); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := got.get(baseBucket, []byte("a"))
+	b, _ := got.get(expiryBucket, []byte("b"))
+	c, ok := got.get(buckets[2], []byte("c"))
+	if string(a.val) != "2" || a.del || !b.del || !ok || c.del || !bytes.Equal(c.val, []byte{}) || got.trees[buckets[3].id] != nil {
+		t.Fatalf("read back: a %+v, b %+v, c %+v", a, b, c)
+	}
+}
+
+// Before a batch, a full active table makes the writers wait for the
+// running checkpoint, then it is frozen; a checkpoint that keeps failing
+// answers them with its error, and so does a stop.
+func TestRoomWaitsForTheCheckpoint(t *testing.T) {
+	w, err := openWAL(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.close()
+	full := newMemtable()
+	full.set(baseBucket, memEntry{key: []byte("k"), val: []byte("v")})
+	full.bytes = maxActiveBytes
+	c := &committer{layers: &layers{active: full, frozen: newMemtable()}, wal: w,
+		quit: make(chan struct{}), ckpt: make(chan ckptJob, 1), ckptIdle: make(chan struct{}, 1),
+		freezeBytes: defaultFreezeBytes, freezeAge: defaultFreezeAge}
+
+	failing := errors.New("disk full")
+	c.ckptErr.Store(&failing)
+	if err := c.room(); !errors.Is(err, failing) {
+		t.Fatalf("with the checkpoint failing: %v, want its error", err)
+	}
+	c.ckptErr.Store(nil)
+
+	const wait = 50 * time.Millisecond
+	go func() {
+		time.Sleep(wait)
+		c.layers.mu.Lock()
+		c.layers.frozen = nil
+		c.layers.mu.Unlock()
+		c.ckptIdle <- struct{}{}
+	}()
+	start := time.Now()
+	if err := c.room(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < wait {
+		t.Fatalf("room returned after %s, before the checkpoint ended", d)
+	}
+	if job := <-c.ckpt; job.m != full || job.seq != 1 || c.layers.frozen != full || !c.layers.active.empty() {
+		t.Fatalf("the full table was not frozen and handed on: job %+v", job)
+	}
+
+	c.layers.active.set(baseBucket, memEntry{key: []byte("k"), val: []byte("v")})
+	c.layers.active.bytes = maxActiveBytes
+	close(c.quit)
+	if err := c.room(); !errors.Is(err, errClosed) {
+		t.Fatalf("stopped while waiting: %v, want errClosed", err)
 	}
 }

@@ -77,16 +77,9 @@ func appendLogRecord(dst []byte, m *memtable) []byte {
 	return dst
 }
 
-// logWrite is one write of a record.
-type logWrite struct {
-	b        *bucket
-	key, val []byte
-	del      bool
-}
-
-// decodeLogRecord reads the writes of a record's body.
-func decodeLogRecord(body []byte) ([]logWrite, error) {
-	var out []logWrite
+// decodeLogRecord puts the writes of a record's body into m, each
+// replacing what m held for its key.
+func decodeLogRecord(body []byte, m *memtable) error {
 	field := func() ([]byte, bool) {
 		n, w := binary.Uvarint(body)
 		if w <= 0 || n > uint64(len(body)-w) {
@@ -102,21 +95,21 @@ func decodeLogRecord(body []byte) ([]logWrite, error) {
 		name, ok1 := field()
 		key, ok2 := field()
 		if !ok1 || !ok2 || (kind != opPut && kind != opDel) {
-			return nil, errCorruptLog
+			return errCorruptLog
 		}
 		b, ok := bucketNamed(name)
 		if !ok {
-			return nil, fmt.Errorf("%w: unknown bucket %q", errCorruptLog, name)
+			return fmt.Errorf("%w: unknown bucket %q", errCorruptLog, name)
 		}
-		w := logWrite{b: b, key: key, del: kind == opDel}
-		if !w.del {
-			if w.val, ok = field(); !ok {
-				return nil, errCorruptLog
+		e := memEntry{key: key, del: kind == opDel}
+		if !e.del {
+			if e.val, ok = field(); !ok {
+				return errCorruptLog
 			}
 		}
-		out = append(out, w)
+		m.set(b, e)
 	}
-	return out, nil
+	return nil
 }
 
 // wal is the log's folder and its current segment, appended to by the
@@ -168,36 +161,15 @@ func replayLog(db *bolt.DB, dir string) (uint64, error) {
 	if len(seqs) == 0 {
 		return 1, nil
 	}
-	var all [][]logWrite
+	// Oldest first into one table, a later write replacing an earlier:
+	// what bbolt receives is each key's last value.
+	m := newMemtable()
 	for i, seq := range seqs {
-		writes, err := readSegment(segmentPath(dir, seq), i == len(seqs)-1)
-		if err != nil {
+		if err := readSegment(segmentPath(dir, seq), i == len(seqs)-1, m); err != nil {
 			return 0, fmt.Errorf("segment %d: %w", seq, err)
 		}
-		all = append(all, writes...)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, ws := range all {
-			for _, w := range ws {
-				bk := tx.Bucket(w.b.name)
-				if bk == nil {
-					return errors.New("boltstore: missing bucket " + string(w.b.name))
-				}
-				bk.FillPercent = fillPercent
-				var err error
-				if w.del {
-					err = bk.Delete(w.key)
-				} else {
-					err = bk.Put(w.key, w.val)
-				}
-				if err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := db.Update(func(tx *bolt.Tx) error { return writeTable(tx, m) }); err != nil {
 		return 0, err
 	}
 	for _, seq := range seqs {
@@ -208,14 +180,14 @@ func replayLog(db *bolt.DB, dir string) (uint64, error) {
 	return seqs[len(seqs)-1] + 1, syncDir(dir)
 }
 
-// readSegment reads a segment's records. In the last segment a torn or
-// partly written last record ends the log; anywhere else it is an error.
-func readSegment(path string, last bool) ([][]logWrite, error) {
+// readSegment puts a segment's records into m, in order. In the last
+// segment a torn or partly written last record ends the log; anywhere
+// else it is an error.
+func readSegment(path string, last bool, m *memtable) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var out [][]logWrite
 	for len(data) > 0 {
 		ok := len(data) >= walHeader
 		var body []byte
@@ -229,18 +201,16 @@ func readSegment(path string, last bool) ([][]logWrite, error) {
 		}
 		if !ok {
 			if last {
-				return out, nil
+				return nil
 			}
-			return nil, errCorruptLog
+			return errCorruptLog
 		}
-		writes, err := decodeLogRecord(body)
-		if err != nil {
-			return nil, err
+		if err := decodeLogRecord(body, m); err != nil {
+			return err
 		}
-		out = append(out, writes)
 		data = data[walHeader+len(body):]
 	}
-	return out, nil
+	return nil
 }
 
 // openWAL starts segment seq in dir.
