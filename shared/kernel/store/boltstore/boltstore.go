@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -261,6 +262,10 @@ func nanos(t time.Time) int64 {
 // esc appends s with 0x00 and 0x01 escaped, then a 0x00 terminator; the
 // encoding preserves byte order and is prefix-free.
 func esc(dst []byte, s string) []byte {
+	// Most strings hold neither byte: they are copied whole.
+	if strings.IndexByte(s, 0x00) < 0 && strings.IndexByte(s, 0x01) < 0 {
+		return append(append(dst, s...), 0x00)
+	}
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
 		case 0x00:
@@ -301,7 +306,9 @@ func unesc(b []byte) (string, []byte, bool) {
 	return "", nil, false
 }
 
-func baseKey(k store.Key) []byte { return esc(esc(nil, k.PK), k.SK) }
+func baseKey(k store.Key) []byte {
+	return esc(esc(make([]byte, 0, len(k.PK)+len(k.SK)+2), k.PK), k.SK)
+}
 
 func indexKey(ik [2]string, k store.Key) []byte {
 	return esc(esc(esc(esc(nil, ik[0]), ik[1]), k.PK), k.SK)
@@ -517,12 +524,13 @@ func removeAt(tx *txn, bk []byte, k store.Key, old record) error {
 
 // Get implements store.Store.
 func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
-	rec, now, err := s.record(k)
+	c, now, err := s.record(k)
 	if err != nil {
 		return store.Item{}, err
 	}
-	// readItem copies what it returns out of rec, which stays unchanged.
-	it, live, err := readItem(k, rec, now)
+	// readItem copies what it returns out of the record, which stays
+	// unchanged.
+	it, live, err := readItem(k, c.rec, now)
 	if err != nil {
 		return store.Item{}, fmt.Errorf("boltstore: item %q/%q: %w", k.PK, k.SK, err)
 	}
@@ -533,49 +541,53 @@ func (s *Store) Get(ctx context.Context, k store.Key) (store.Item, error) {
 }
 
 // GetData is Get for a caller that needs only an item's data and version:
-// its index keys and counters are not decoded. The hot reads of the
-// thread API use it (they re-render nothing when the data is unchanged).
+// its index keys and counters are not decoded, and the data is not copied.
+// The data is shared with the read cache: the caller must not change it.
+// The hot reads of the thread API use it (they re-render nothing when the
+// data is unchanged).
 func (s *Store) GetData(ctx context.Context, k store.Key) ([]byte, int64, error) {
-	rec, now, err := s.record(k)
+	c, now, err := s.record(k)
 	if err != nil {
 		return nil, 0, err
 	}
-	data, version, live, err := readData(rec, now)
-	if err != nil {
-		return nil, 0, fmt.Errorf("boltstore: item %q/%q: %w", k.PK, k.SK, err)
+	h := c.head
+	if h.err != nil {
+		return nil, 0, fmt.Errorf("boltstore: item %q/%q: %w", k.PK, k.SK, h.err)
 	}
-	if !live {
+	if !h.live(now) {
 		return nil, 0, store.ErrNotFound
 	}
-	return data, version, nil
+	return h.data, h.version, nil
 }
 
-// record returns k's stored record, from the read cache or the layers
-// (then kept), and the time (unix nanoseconds) to judge its expiry by.
-// The record is shared: never changed.
-func (s *Store) record(k store.Key) ([]byte, int64, error) {
+// record returns k's stored record and its head, from the read cache or
+// the layers (then kept), and the time (unix nanoseconds) to judge its
+// expiry by. The record is shared: never changed.
+func (s *Store) record(k store.Key) (cached, int64, error) {
 	if !store.ValidKey(k) {
-		return nil, 0, fmt.Errorf("%w: empty key", store.ErrInvalid)
+		return cached{}, 0, fmt.Errorf("%w: empty key", store.ErrInvalid)
 	}
 	bk := baseKey(k)
 	now := nanos(time.Now())
-	rec, epoch, hit := s.cache.get(bk)
+	c, epoch, hit := s.cache.get(bk)
 	if hit {
-		return rec, now, nil
+		return c, now, nil
 	}
+	var rec []byte
 	err := s.read(func(v *view) error {
 		var err error
 		rec, err = v.get(baseBucket, bk)
 		return err
 	})
 	if err != nil {
-		return nil, 0, err
+		return cached{}, 0, err
 	}
 	if rec == nil {
-		return nil, 0, store.ErrNotFound
+		return cached{}, 0, store.ErrNotFound
 	}
-	s.cache.fill(bk, rec, epoch)
-	return rec, now, nil
+	c = newCached(rec)
+	s.cache.fill(bk, c, epoch)
+	return c, now, nil
 }
 
 // readLive reads k as reads return it; live is false when it is absent or

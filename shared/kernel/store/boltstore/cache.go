@@ -30,8 +30,8 @@ const cacheShards = 1024
 const DefaultCacheBytes = 32 << 20
 
 // entryOverhead is a cached entry's memory beyond its key and record (the
-// map slot, the string and slice headers), roughly.
-const entryOverhead = 64
+// map slot, the string and slice headers, the parsed head), roughly.
+const entryOverhead = 128
 
 // maxCachedRecord bounds the records kept: a large one would push out
 // hundreds of small ones and costs a copy on each hit.
@@ -46,9 +46,18 @@ type readCache struct {
 	touched []string
 }
 
+// cached is a kept record and its head, parsed once when it was kept (a
+// hit of GetData then decodes nothing).
+type cached struct {
+	rec  []byte
+	head recordHead
+}
+
+func newCached(rec []byte) cached { return cached{rec: rec, head: parseHead(rec)} }
+
 type cacheShard struct {
 	mu      sync.Mutex
-	m       map[string][]byte
+	m       map[string]cached
 	bytes   int64
 	epoch   uint64 // advances whenever a write of one of its keys begins or ends
 	pending int    // writes of its keys begun and not yet ended
@@ -74,26 +83,26 @@ func (c *readCache) shardOf(k string) *cacheShard {
 
 // get returns bk's cached record, or, on a miss, the epoch a read from
 // bbolt passes to fill.
-func (c *readCache) get(bk []byte) (rec []byte, epoch uint64, ok bool) {
+func (c *readCache) get(bk []byte) (e cached, epoch uint64, ok bool) {
 	if c == nil {
-		return nil, 0, false
+		return cached{}, 0, false
 	}
 	sh := c.shard(bk)
 	sh.mu.Lock()
-	rec, ok = sh.m[string(bk)]
+	e, ok = sh.m[string(bk)]
 	epoch = sh.epoch
 	sh.mu.Unlock()
-	return rec, epoch, ok
+	return e, epoch, ok
 }
 
-// fill keeps rec (the caller's own copy, never changed after) as bk's
-// record, read when the shard was at epoch; unless a write of the shard
-// came between.
-func (c *readCache) fill(bk, rec []byte, epoch uint64) {
-	if c == nil || len(rec) > maxCachedRecord {
+// fill keeps e (its record the caller's own copy, never changed after) as
+// bk's record, read when the shard was at epoch; unless a write of the
+// shard came between.
+func (c *readCache) fill(bk []byte, e cached, epoch uint64) {
+	if c == nil || len(e.rec) > maxCachedRecord {
 		return
 	}
-	size := int64(len(bk) + len(rec) + entryOverhead)
+	size := int64(len(bk) + len(e.rec) + entryOverhead)
 	sh := c.shard(bk)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -101,12 +110,12 @@ func (c *readCache) fill(bk, rec []byte, epoch uint64) {
 		return
 	}
 	if sh.m == nil {
-		sh.m = make(map[string][]byte)
+		sh.m = make(map[string]cached)
 	}
 	if old, ok := sh.m[string(bk)]; ok {
-		sh.bytes -= int64(len(bk) + len(old) + entryOverhead)
+		sh.bytes -= int64(len(bk) + len(old.rec) + entryOverhead)
 	}
-	sh.m[string(bk)] = rec
+	sh.m[string(bk)] = e
 	sh.bytes += size
 	// Over its size, the shard drops entries from where Go's map
 	// iteration happens to start: random enough, and free.
@@ -115,7 +124,7 @@ func (c *readCache) fill(bk, rec []byte, epoch uint64) {
 			break
 		}
 		if k != string(bk) {
-			sh.bytes -= int64(len(k) + len(v) + entryOverhead)
+			sh.bytes -= int64(len(k) + len(v.rec) + entryOverhead)
 			delete(sh.m, k)
 		}
 	}
@@ -131,7 +140,7 @@ func (c *readCache) begin(bk []byte) {
 	sh := c.shard(bk)
 	sh.mu.Lock()
 	if old, ok := sh.m[string(bk)]; ok {
-		sh.bytes -= int64(len(bk) + len(old) + entryOverhead)
+		sh.bytes -= int64(len(bk) + len(old.rec) + entryOverhead)
 		delete(sh.m, string(bk))
 	}
 	sh.pending++

@@ -163,16 +163,34 @@ func readItem(k store.Key, b []byte, now int64) (store.Item, bool, error) {
 	return decodeItem(k, b, now, true)
 }
 
-// readData decodes only a record's data (a copy), version and liveness at
-// now: the counters and index keys are walked over, not built, so it
-// fails exactly where readItem fails.
-func readData(b []byte, now int64) (data []byte, version int64, live bool, err error) {
-	it, live, err := decodeItem(store.Key{}, b, now, false)
-	return it.Data, it.Version, live, err
+// recordHead is what GetData needs of a record: its data (a part of the
+// record, not a copy: GetData's records are never changed), version and
+// expiry (unix nanoseconds, 0: none), or the error that makes the record
+// unreadable. parseHead walks over the counters and index keys without
+// building them, so it fails exactly where readItem fails.
+type recordHead struct {
+	data    []byte
+	version int64
+	expires int64
+	err     error
 }
 
+func parseHead(b []byte) recordHead {
+	it, _, err := decodeItem(store.Key{}, b, 0, false)
+	if err != nil {
+		return recordHead{err: err}
+	}
+	h := recordHead{data: it.Data, version: it.Version}
+	if !it.ExpiresAt.IsZero() {
+		h.expires = it.ExpiresAt.UnixNano()
+	}
+	return h
+}
+
+func (h recordHead) live(now int64) bool { return h.expires == 0 || now < h.expires }
+
 // decodeItem is readItem; without full, the item's Nums and Indexes stay
-// empty.
+// empty and its Data is a part of b.
 func decodeItem(k store.Key, b []byte, now int64, full bool) (store.Item, bool, error) {
 	if len(b) == 0 || b[0] != formatBinary {
 		r, err := decodeRecord(b)
@@ -184,7 +202,11 @@ func decodeItem(k store.Key, b []byte, now int64, full bool) (store.Item, bool, 
 	if e != 0 {
 		it.ExpiresAt = time.Unix(0, e).UTC()
 	}
-	it.Data = r.bytes()
+	if full {
+		it.Data = r.bytes()
+	} else {
+		it.Data = r.raw()
+	}
 	if it.Data == nil && r.err == nil {
 		it.Data = []byte{}
 	}

@@ -69,8 +69,9 @@ func checkReadItem(t *testing.T, b []byte, r record, err error) {
 		if want := fromRecord(k, r); live && !reflect.DeepEqual(it, want) {
 			t.Fatalf("readItem\n got %+v\nwant %+v", it, want)
 		}
-		// readData (GetData) agrees with readItem on all it returns.
-		data, v, dlive, derr := readData(b, now)
+		// parseHead (GetData) agrees with readItem on all it returns.
+		h := parseHead(b)
+		data, v, dlive, derr := h.data, h.version, h.err == nil && h.live(now), h.err
 		if (derr != nil) != (ierr != nil) || dlive != live || v != it.Version || !bytes.Equal(data, it.Data) || (data == nil) != (it.Data == nil) {
 			t.Fatalf("readData %q v%d live %v (%v); readItem %q v%d live %v (%v)", data, v, dlive, derr, it.Data, it.Version, live, ierr)
 		}
