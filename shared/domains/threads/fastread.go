@@ -96,7 +96,7 @@ func (s *Service) cachedRead(ctx context.Context, kind byte, dep, tid string, re
 	if err != nil {
 		return nil, err
 	}
-	key := renderKey(kind, dep, tid)
+	key := renderID{kind, dep, tid}
 	if out, gone, ok := s.renders.get(key, data, s.now()); ok {
 		if gone {
 			return nil, threadNotFound(tid)

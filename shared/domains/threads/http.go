@@ -422,10 +422,12 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	withTTL := false
-	for _, v := range r.URL.Query()["include"] {
-		for _, part := range strings.Split(v, ",") {
-			if strings.TrimSpace(part) == "ttl" {
-				withTTL = true
+	if r.URL.RawQuery != "" { // most GETs have none: no map to build
+		for _, v := range r.URL.Query()["include"] {
+			for _, part := range strings.Split(v, ",") {
+				if strings.TrimSpace(part) == "ttl" {
+					withTTL = true
+				}
 			}
 		}
 	}

@@ -29,13 +29,23 @@ const renderShards = 16
 // crowd out many small ones.
 const maxRendered = 64 << 10
 
+// A shard keeps a map per kind of answer, keyed by thread id: a look-up
+// hashes one short string and allocates nothing. An entry holds its
+// deployment, and answers only for it.
 type renderShard struct {
 	mu    sync.Mutex
-	m     map[string]rendered
+	m     [len(renderKinds)]map[string]rendered
 	bytes int
 }
 
+// renderID names a kept answer: its kind, deployment and thread.
+type renderID struct {
+	kind     byte
+	dep, tid string
+}
+
 type rendered struct {
+	dep     string
 	sum     uint64
 	size    int // of the source item
 	out     []byte
@@ -49,6 +59,18 @@ const (
 	renderState     = 's'
 )
 
+var renderKinds = [...]byte{renderThread, renderThreadTTL, renderState}
+
+// kindMap is the map of sh that keeps answers of kind k.
+func (sh *renderShard) kindMap(k byte) map[string]rendered {
+	for i, kind := range renderKinds {
+		if kind == k {
+			return sh.m[i]
+		}
+	}
+	panic("threads: unknown kind of answer")
+}
+
 // newRenders returns a cache of at most budget bytes of answers (0: none).
 func newRenders(budget int) *renders {
 	if budget <= 0 {
@@ -56,30 +78,28 @@ func newRenders(budget int) *renders {
 	}
 	r := &renders{seed: maphash.MakeSeed(), budget: max(budget/renderShards, 1)}
 	for i := range r.shards {
-		r.shards[i].m = map[string]rendered{}
+		for k := range r.shards[i].m {
+			r.shards[i].m[k] = map[string]rendered{}
+		}
 	}
 	return r
 }
 
-func renderKey(kind byte, dep, tid string) string {
-	return string(kind) + dep + "\x00" + tid
-}
-
-func (r *renders) shard(key string) *renderShard {
-	return &r.shards[maphash.String(r.seed, key)%renderShards]
+func (r *renders) shard(key renderID) *renderShard {
+	return &r.shards[maphash.String(r.seed, key.tid)%renderShards]
 }
 
 // get returns the answer rendered from src, if kept; gone reports that its
 // delete TTL has run out since.
-func (r *renders) get(key string, src []byte, now time.Time) (out []byte, gone, ok bool) {
+func (r *renders) get(key renderID, src []byte, now time.Time) (out []byte, gone, ok bool) {
 	if r == nil {
 		return nil, false, false
 	}
 	sh := r.shard(key)
 	sh.mu.Lock()
-	e, hit := sh.m[key]
+	e, hit := sh.kindMap(key.kind)[key.tid]
 	sh.mu.Unlock()
-	if !hit || e.size != len(src) || e.sum != maphash.Bytes(r.seed, src) {
+	if !hit || e.dep != key.dep || e.size != len(src) || e.sum != maphash.Bytes(r.seed, src) {
 		return nil, false, false
 	}
 	if !e.expires.IsZero() && !now.Before(e.expires) {
@@ -90,30 +110,38 @@ func (r *renders) get(key string, src []byte, now time.Time) (out []byte, gone, 
 
 // put keeps out as the answer rendered from src. out must not be changed
 // afterwards: it is served as it is.
-func (r *renders) put(key string, src, out []byte, expires time.Time) {
+func (r *renders) put(key renderID, src, out []byte, expires time.Time) {
 	if r == nil || len(out) > maxRendered {
 		return
 	}
-	e := rendered{sum: maphash.Bytes(r.seed, src), size: len(src), out: out, expires: expires}
-	cost := len(key) + len(out) + 64
+	e := rendered{dep: key.dep, sum: maphash.Bytes(r.seed, src), size: len(src), out: out, expires: expires}
 	sh := r.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if old, ok := sh.m[key]; ok {
-		delete(sh.m, key)
-		sh.bytes -= len(key) + len(old.out) + 64
+	m := sh.kindMap(key.kind)
+	if old, ok := m[key.tid]; ok {
+		// The thread's answer of this kind, perhaps for another
+		// deployment: replaced.
+		delete(m, key.tid)
+		sh.bytes -= old.cost(key.tid)
 	}
 	// Over budget: drop entries at random (map order) until it fits.
-	for k, old := range sh.m {
-		if sh.bytes+cost <= r.budget {
-			break
+	for i := range sh.m {
+		for tid, old := range sh.m[i] {
+			if sh.bytes+e.cost(key.tid) <= r.budget {
+				break
+			}
+			delete(sh.m[i], tid)
+			sh.bytes -= old.cost(tid)
 		}
-		delete(sh.m, k)
-		sh.bytes -= len(k) + len(old.out) + 64
 	}
-	if sh.bytes+cost > r.budget {
+	if sh.bytes+e.cost(key.tid) > r.budget {
 		return
 	}
-	sh.m[key] = e
-	sh.bytes += cost
+	m[key.tid] = e
+	sh.bytes += e.cost(key.tid)
 }
+
+// cost is an entry's share of the budget, roughly: its key, answer and
+// bookkeeping.
+func (e rendered) cost(tid string) int { return 1 + len(e.dep) + len(tid) + len(e.out) + 64 }

@@ -9,7 +9,7 @@ import (
 func TestRendersKeepOnlyWhatMatches(t *testing.T) {
 	r := newRenders(1 << 20)
 	now := time.Now()
-	k := renderKey(renderThread, "dep", "t1")
+	k := renderID{renderThread, "dep", "t1"}
 	r.put(k, []byte(`{"v":1}`), []byte("one"), time.Time{})
 	if out, gone, ok := r.get(k, []byte(`{"v":1}`), now); !ok || gone || string(out) != "one" {
 		t.Fatalf("same bytes: %q %v %v", out, gone, ok)
@@ -21,10 +21,20 @@ func TestRendersKeepOnlyWhatMatches(t *testing.T) {
 		}
 	}
 	// Another thread, kind or deployment: no answer.
-	for _, other := range []string{renderKey(renderThreadTTL, "dep", "t1"), renderKey(renderThread, "dep2", "t1"), renderKey(renderThread, "dep", "t2")} {
+	for _, other := range []renderID{{renderThreadTTL, "dep", "t1"}, {renderThread, "dep2", "t1"}, {renderThread, "dep", "t2"}} {
 		if _, _, ok := r.get(other, []byte(`{"v":1}`), now); ok {
 			t.Fatalf("%q answered from another key's entry", other)
 		}
+	}
+	// The same thread id in another deployment replaces the entry, and
+	// the first deployment's read misses.
+	k2 := renderID{renderThread, "dep2", "t1"}
+	r.put(k2, []byte(`{"v":1}`), []byte("other"), time.Time{})
+	if out, _, ok := r.get(k2, []byte(`{"v":1}`), now); !ok || string(out) != "other" {
+		t.Fatalf("dep2: %q %v", out, ok)
+	}
+	if _, _, ok := r.get(k, []byte(`{"v":1}`), now); ok {
+		t.Fatal("dep answered with dep2's entry")
 	}
 	// A delete TTL that has run out: the thread reads as absent.
 	r.put(k, []byte(`{"v":3}`), []byte("three"), now.Add(time.Minute))
@@ -47,16 +57,18 @@ func TestRendersStayWithinBudget(t *testing.T) {
 	r := newRenders(budget)
 	out := make([]byte, 500)
 	for i := 0; i < 10000; i++ {
-		r.put(renderKey(renderState, "dep", fmt.Sprint(i)), []byte(fmt.Sprint(i)), out, time.Time{})
+		r.put(renderID{renderState, "dep", fmt.Sprint(i)}, []byte(fmt.Sprint(i)), out, time.Time{})
 	}
 	total, n := 0, 0
 	for i := range r.shards {
 		sh := &r.shards[i]
 		total += sh.bytes
-		n += len(sh.m)
 		sum := 0
-		for k, e := range sh.m {
-			sum += len(k) + len(e.out) + 64
+		for _, m := range sh.m {
+			n += len(m)
+			for tid, e := range m {
+				sum += e.cost(tid)
+			}
 		}
 		if sum != sh.bytes {
 			t.Fatalf("shard %d counts %d bytes, holds %d", i, sh.bytes, sum)
@@ -67,8 +79,8 @@ func TestRendersStayWithinBudget(t *testing.T) {
 	}
 	// An answer over the size limit is not kept.
 	big := make([]byte, maxRendered+1)
-	r.put("big", []byte("src"), big, time.Time{})
-	if _, _, ok := r.get("big", []byte("src"), time.Now()); ok {
+	r.put(renderID{renderState, "dep", "big"}, []byte("src"), big, time.Time{})
+	if _, _, ok := r.get(renderID{renderState, "dep", "big"}, []byte("src"), time.Now()); ok {
 		t.Fatal("an answer over maxRendered was kept")
 	}
 }
