@@ -22,16 +22,30 @@ const (
 	RoleAdmin  Role = "Admin"
 )
 
-var roleRank = map[Role]int{RoleViewer: 1, RoleUser: 2, RoleEditor: 3, RoleAdmin: 4}
+// rank orders the roles, weakest first; 0 for an unknown one. (A switch,
+// not a map: every authorized request ranks two roles.)
+func (r Role) rank() int {
+	switch r {
+	case RoleViewer:
+		return 1
+	case RoleUser:
+		return 2
+	case RoleEditor:
+		return 3
+	case RoleAdmin:
+		return 4
+	}
+	return 0
+}
 
 // Roles lists the valid roles, weakest first.
 var Roles = []Role{RoleViewer, RoleUser, RoleEditor, RoleAdmin}
 
 // Valid reports whether r is a known role.
-func (r Role) Valid() bool { return roleRank[r] > 0 }
+func (r Role) Valid() bool { return r.rank() > 0 }
 
 // AtLeast reports whether r grants at least what o grants.
-func (r Role) AtLeast(o Role) bool { return roleRank[r] >= roleRank[o] && r.Valid() }
+func (r Role) AtLeast(o Role) bool { return r.rank() >= o.rank() && r.Valid() }
 
 // Principal is who a request acts as.
 type Principal struct {

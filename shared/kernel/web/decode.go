@@ -156,11 +156,33 @@ func ParseUUID(s string) (string, error) {
 	if len(s) != 36 {
 		return "", fmt.Errorf("invalid length: expected 36 characters, found %d", len(s))
 	}
+	if canonicalUUID(s) {
+		return s, nil // already in the form returned: no copy
+	}
 	u, err := uuid.Parse(s)
 	if err != nil {
 		return "", errors.New("invalid character or group")
 	}
 	return u.String(), nil
+}
+
+// canonicalUUID reports whether s (36 bytes) is a hyphenated UUID in lower
+// case, the form ParseUUID returns.
+func canonicalUUID(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // QueryInt reads an optional integer query parameter within [min, max]

@@ -84,8 +84,11 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 func WriteJSONBytes(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	// Canonical keys assigned directly: Set would canonicalize them again.
-	h["Content-Type"] = []string{"application/json"}
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	// The two values share one allocation; each slice's capacity ends at
+	// its own value, so appending to one never writes over the other.
+	v := []string{"application/json", strconv.Itoa(len(b))}
+	h["Content-Type"] = v[0:1:1]
+	h["Content-Length"] = v[1:2:2]
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }

@@ -72,7 +72,9 @@ func newRequestID() string {
 	for i := 0; i < 4; i++ {
 		b[8+i] = byte(y >> (8 * i))
 	}
-	return hex.EncodeToString(b[:])
+	var out [2 * len(b)]byte
+	hex.Encode(out[:], b[:])
+	return string(out[:])
 }
 
 // validRequestID accepts a caller's id only when it is short and printable,
@@ -145,9 +147,13 @@ func Observe(base *slog.Logger) Middleware {
 				id = newRequestID()
 			}
 			w.Header()[RequestIDHeader] = []string{id}
-			ri := &requestInfo{id: id, base: base}
+			// One allocation for both.
+			obs := &struct {
+				ri requestInfo
+				sw statusWriter
+			}{ri: requestInfo{id: id, base: base}, sw: statusWriter{ResponseWriter: w}}
+			ri, sw := &obs.ri, &obs.sw
 			r = r.WithContext(context.WithValue(r.Context(), requestKey, ri))
-			sw := &statusWriter{ResponseWriter: w}
 			defer func() {
 				if p := recover(); p != nil {
 					if p == http.ErrAbortHandler {

@@ -207,3 +207,30 @@ func TestQueryInt(t *testing.T) {
 		}
 	}
 }
+
+// ParseUUID returns a canonical id as it is and lower-cases any other
+// valid one, as uuid.Parse and String would.
+func TestParseUUID(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"01a21f77-1817-78e3-85c4-6be45719fd6a", "01a21f77-1817-78e3-85c4-6be45719fd6a"},
+		{"01A21F77-1817-78E3-85C4-6BE45719FD6A", "01a21f77-1817-78e3-85c4-6be45719fd6a"},
+		{"00000000-0000-0000-0000-000000000000", "00000000-0000-0000-0000-000000000000"},
+		{"01a21f77-1817-78e3-85c4-6be45719fd6", ""},
+		{"01a21f77x1817-78e3-85c4-6be45719fd6a", ""},
+		{"01a21f77-1817-78e3-85c4-6be45719fd6g", ""},
+		{"{1a21f77-1817-78e3-85c4-6be45719fd6a", ""},
+		{"01a21f7--1817-78e3-85c4-6be45719fd6a", ""},
+		{"urn:uuid:01a21f77-1817-78e3-85c4-6be4", ""},
+	} {
+		got, err := web.ParseUUID(c.in)
+		if c.want == "" {
+			if err == nil {
+				t.Errorf("%q: accepted as %q", c.in, got)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q: got %q, %v; want %q", c.in, got, err, c.want)
+		}
+	}
+}
