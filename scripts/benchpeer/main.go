@@ -85,7 +85,9 @@ type target struct {
 	shallow, deepID string
 	// pause stops (true) or resumes (false) the server's processes.
 	pause func(bool)
-	gone  bool // stopped answering: its remaining workloads fail
+	// cpu is the CPU time the server's processes have used so far.
+	cpu  func() time.Duration
+	gone bool // stopped answering: its remaining workloads fail
 }
 
 func run(o options) error {
@@ -180,7 +182,11 @@ func run(o options) error {
 					wo.duration = o.warmup
 					_, _ = drive(t, w, wo)
 				}
+				cpu0 := t.cpu()
 				res, err := drive(t, w, o)
+				if err == nil && res.answered > 0 {
+					res.cpuPerReq = (t.cpu() - cpu0) / time.Duration(res.answered)
+				}
 				pauseOthers(targets, t, false)
 				if err != nil {
 					// A server that cannot serve a workload (timeouts, errors) is
@@ -190,7 +196,7 @@ func run(o options) error {
 					continue
 				}
 				r.res[i] = res
-				fmt.Fprintf(os.Stderr, "%-28s %-10s %9.0f req/s  p50 %8s  p99 %8s  errors %d\n", w.name, t.name, res.rps, res.p50, res.p99, res.errors)
+				fmt.Fprintf(os.Stderr, "%-28s %-10s %9.0f req/s  p50 %8s  p99 %8s  errors %d  server CPU %s/req\n", w.name, t.name, res.rps, res.p50, res.p99, res.errors, res.cpuPerReq)
 			}
 			rows = append(rows, r)
 		}
@@ -303,8 +309,8 @@ type row struct {
 func printTable(w io.Writer, rows []row, o options) {
 	fmt.Fprintf(w, "\n%d threads in each server, %d connections, %s per workload after %s unmeasured, loopback, load generator %s\n\n", o.threads, o.conns, o.duration, o.warmup, o.gen)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "| workload\t| agentplane req/s\t| p50\t| reference req/s\t| p50\t| ratio |")
-	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|--- |")
+	fmt.Fprintln(tw, "| workload\t| agentplane req/s\t| p50\t| reference req/s\t| p50\t| ratio\t| server CPU per request (agentplane / reference) |")
+	fmt.Fprintln(tw, "|---\t|---\t|---\t|---\t|---\t|---\t|--- |")
 	for _, r := range rows {
 		a, b := r.res[0], r.res[1]
 		ratio := "n/a"
@@ -317,7 +323,13 @@ func printTable(w io.Writer, rows []row, o options) {
 		case b.rps > 0:
 			ratio = fmt.Sprintf("%.1fx", a.rps/b.rps)
 		}
-		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s |\n", r.name, a.rate(), a.p50, b.rate(), b.p50, ratio)
+		cpu := "n/a"
+		if a.cpuPerReq > 0 && b.cpuPerReq > 0 {
+			cpu = fmt.Sprintf("%s / %s (%.1fx less)", a.cpuPerReq.Round(100*time.Nanosecond), b.cpuPerReq.Round(100*time.Nanosecond), float64(b.cpuPerReq)/float64(a.cpuPerReq))
+		} else if a.cpuPerReq > 0 {
+			cpu = a.cpuPerReq.Round(100 * time.Nanosecond).String()
+		}
+		fmt.Fprintf(tw, "| %s\t| %s\t| %s\t| %s\t| %s\t| %s\t| %s |\n", r.name, a.rate(), a.p50, b.rate(), b.p50, ratio, cpu)
 	}
 	tw.Flush()
 }
@@ -386,6 +398,10 @@ type result struct {
 	answered int64 // successful requests counted
 	p50, p99 time.Duration
 	errors   int64
+	// cpuPerReq is the server's CPU time (all its processes, user and
+	// system) per answered request while it was measured: a cost that
+	// another tenant of a shared machine moves far less than the rate.
+	cpuPerReq time.Duration
 	// failed: more than 1% of the requests failed or timed out (30 s).
 	failed bool
 }
@@ -611,10 +627,18 @@ func waitUp(url string, within time.Duration) error {
 // stopping or pausing it reaches its children too (the reference runs
 // its server in a child of the CLI). pause(true) stops the whole group
 // (SIGSTOP), pause(false) lets it go on.
-func startProcess(ctx context.Context, dir string, env []string, logPath string, name string, args ...string) (stop func(), pause func(bool), err error) {
+// proc is a server's process group.
+type proc struct {
+	stop  func()
+	pause func(bool)
+	// cpu is the CPU time its live processes have used so far.
+	cpu func() time.Duration
+}
+
+func startProcess(ctx context.Context, dir string, env []string, logPath string, name string, args ...string) (*proc, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, append(os.Environ(), env...), logf, logf
@@ -622,17 +646,17 @@ func startProcess(ctx context.Context, dir string, env []string, logPath string,
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	group := -cmd.Process.Pid
-	pause = func(on bool) {
+	pause := func(on bool) {
 		if on {
 			_ = syscall.Kill(group, syscall.SIGSTOP)
 		} else {
 			_ = syscall.Kill(group, syscall.SIGCONT)
 		}
 	}
-	stop = func() {
+	stop := func() {
 		_ = syscall.Kill(group, syscall.SIGCONT)
 		_ = syscall.Kill(group, syscall.SIGINT)
 		done := make(chan struct{})
@@ -646,7 +670,37 @@ func startProcess(ctx context.Context, dir string, env []string, logPath string,
 		_ = syscall.Kill(group, syscall.SIGKILL) // children left behind
 		logf.Close()
 	}
-	return stop, pause, nil
+	return &proc{stop: stop, pause: pause, cpu: func() time.Duration { return groupCPU(-group) }}, nil
+}
+
+// groupCPU is the user and system CPU time of the live processes of
+// process group pgid, from /proc (0 where /proc cannot tell).
+func groupCPU(pgid int) time.Duration {
+	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var ticks uint64
+	for _, d := range dirs {
+		b, err := os.ReadFile(d)
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// The command name may hold spaces and parentheses: the fields
+		// are counted from the last ')'.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		// f[0] is field 3 (state): pgrp is field 5, utime 14, stime 15.
+		if len(f) < 13 || f[2] != strconv.Itoa(pgid) {
+			continue
+		}
+		u, _ := strconv.ParseUint(f[11], 10, 64)
+		s, _ := strconv.ParseUint(f[12], 10, 64)
+		ticks += u + s
+	}
+	// Linux reports these in USER_HZ, 100 a second on every architecture
+	// it builds for.
+	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
 const benchKey = "ap_benchpeer_admin_key_0123456789abcdef"
@@ -675,19 +729,19 @@ func startAgentplane(ctx context.Context, o options, work string) (*target, func
 		return nil, nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	stop, pause, err := startProcess(ctx, work, []string{"AGENTPLANE_ADDR=" + addr, "AGENTPLANE_DATA_DIR=" + filepath.Join(work, "data"),
+	pr, err := startProcess(ctx, work, []string{"AGENTPLANE_ADDR=" + addr, "AGENTPLANE_DATA_DIR=" + filepath.Join(work, "data"),
 		"AGENTPLANE_BOOTSTRAP_API_KEY=" + benchKey, "AGENTPLANE_LOG_LEVEL=error"}, filepath.Join(work, "agentplane.log"), bin, serveArgs(o)...)
 	if err != nil {
 		return nil, nil, err
 	}
 	base := "http://" + addr
 	if err := waitUp(base+"/health", 30*time.Second); err != nil {
-		stop()
+		pr.stop()
 		return nil, nil, err
 	}
 	repo := filepath.Join(work, "repo")
 	if err := makeRepo(repo, o.refDir); err != nil {
-		stop()
+		pr.stop()
 		return nil, nil, err
 	}
 	cp := &target{name: "control", base: base, header: http.Header{"X-Api-Key": {benchKey}}, client: newClient(4)}
@@ -698,7 +752,7 @@ func startAgentplane(ctx context.Context, o options, work string) (*target, func
 		"secrets":                []any{},
 	})
 	if err != nil || code != 201 {
-		stop()
+		pr.stop()
 		return nil, nil, fmt.Errorf("create deployment: %d %v %s", code, err, b)
 	}
 	var d struct {
@@ -715,13 +769,13 @@ func startAgentplane(ctx context.Context, o options, work string) (*target, func
 			break
 		}
 		if strings.HasSuffix(r.Status, "FAILED") || time.Now().After(deadline) {
-			stop()
+			pr.stop()
 			return nil, nil, fmt.Errorf("revision %s: %s", d.Rev, b)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	return &target{name: "agentplane", base: base + "/deployments/" + d.ID, header: http.Header{"X-Api-Key": {benchKey}},
-		client: newClient(o.conns), pause: pause}, stop, nil
+		client: newClient(o.conns), pause: pr.pause, cpu: pr.cpu}, pr.stop, nil
 }
 
 // makeRepo commits the reference server's graph project into a git
@@ -773,16 +827,16 @@ func startReference(ctx context.Context, o options) (*target, func(), error) {
 		return nil, nil, err
 	}
 	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("benchpeer-ref-%d.log", port))
-	stopProc, pause, err := startProcess(ctx, o.refDir, []string{"LANGSMITH_TRACING=false", "LANGGRAPH_NO_BROWSER=1", "NODE_ENV=production"}, logPath,
+	pr, err := startProcess(ctx, o.refDir, []string{"LANGSMITH_TRACING=false", "LANGGRAPH_NO_BROWSER=1", "NODE_ENV=production"}, logPath,
 		abs, "dev", "--host", "127.0.0.1", "--port", fmt.Sprint(port), "--no-browser")
 	if err != nil {
 		return nil, nil, err
 	}
-	stop := func() { stopProc(); _ = os.RemoveAll(persisted) }
+	stop := func() { pr.stop(); _ = os.RemoveAll(persisted) }
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	if err := waitUp(base+"/ok", 90*time.Second); err != nil {
 		stop()
 		return nil, nil, fmt.Errorf("%w (log: %s)", err, logPath)
 	}
-	return &target{name: "reference", base: base, header: http.Header{}, client: newClient(o.conns), pause: pause}, stop, nil
+	return &target{name: "reference", base: base, header: http.Header{}, client: newClient(o.conns), pause: pr.pause, cpu: pr.cpu}, stop, nil
 }

@@ -39,16 +39,20 @@ type deployed struct {
 	st     store.Store
 }
 
-func deploy(b *testing.B) deployed { return deployOn(b, nil) }
+func deploy(b *testing.B) deployed { return deployOn(b, nil, "info") }
 
 // deployOn is deploy with the platform's store replaced by st (nil: the
-// local bbolt store).
-func deployOn(b *testing.B, st store.Store) deployed {
+// local bbolt store), logging at level.
+func deployOn(b *testing.B, st store.Store, level string) deployed {
 	b.Helper()
 	cfg := compose.Config{Mode: compose.ModeLocal, DataDir: b.TempDir(), Addr: "127.0.0.1:0", Region: "us",
-		BootstrapAPIKey: adminKey, AllowLocalRepos: true, SelfHostedJITEnabled: true, LogLevel: "info"}
+		BootstrapAPIKey: adminKey, AllowLocalRepos: true, SelfHostedJITEnabled: true, LogLevel: level}
 	ctx := context.Background()
-	p, err := compose.Open(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		b.Fatal(err)
+	}
+	p, err := compose.Open(ctx, cfg, slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: lvl})))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -244,7 +248,7 @@ func BenchmarkDynamoDBCapacity(b *testing.B) {
 		b.Fatal(err)
 	}
 	dyn := dynamostore.New(c, "capacity")
-	d := deployOn(b, dyn)
+	d := deployOn(b, dyn, "info")
 	base := "/deployments/" + d.dep + "/threads"
 	// Search runs over 600 threads of bench-peer's shape: 50 owners (minidyn slows down as its table grows).
 	for i := 0; i < 600; i++ {
@@ -282,3 +286,42 @@ func BenchmarkDynamoDBCapacity(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkThreadGetStack is BenchmarkThreadGet without the test's own
+// costs (a new request and recorder per call): one request is reused
+// (the stack copies it before changing it) and the answer is discarded,
+// so the figure is the handler stack alone. It logs errors only, as
+// bench-peer's server does.
+func BenchmarkThreadGetStack(b *testing.B) {
+	d := deployOn(b, nil, "error")
+	req := httptest.NewRequest("GET", "/deployments/"+d.dep+"/threads/"+d.thread, nil)
+	req.Header.Set("X-Api-Key", adminKey)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		w := &discardWriter{h: http.Header{}}
+		for pb.Next() {
+			clear(w.h)
+			w.code = 0
+			d.h.ServeHTTP(w, req)
+			if w.code != 200 {
+				b.Errorf("%d", w.code)
+				return
+			}
+		}
+	})
+}
+
+type discardWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *discardWriter) Header() http.Header { return w.h }
+func (w *discardWriter) Write(p []byte) (int, error) {
+	if w.code == 0 {
+		w.code = 200
+	}
+	return len(p), nil
+}
+func (w *discardWriter) WriteHeader(code int) { w.code = code }
