@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentplane/agentplane/shared/kernel/api"
+	"github.com/agentplane/agentplane/shared/kernel/web"
 )
 
 // Presence says which identity headers a request carries.
@@ -230,7 +231,7 @@ func matchTemplate(tmpl, path string, static bool) bool {
 		ts, trest, tmore := cut(tmpl)
 		ps, prest, pmore := cut(path)
 		if isParam(ts) {
-			if !(isUUID(ps) || static && isParam(ps)) {
+			if !(web.IsUUID(ps) || static && isParam(ps)) {
 				return false
 			}
 		} else if ts != ps {
@@ -256,24 +257,3 @@ func cut(p string) (seg, rest string, more bool) {
 }
 
 func isParam(s string) bool { return len(s) > 2 && s[0] == '{' && s[len(s)-1] == '}' }
-
-// isUUID accepts the 8-4-4-4-12 hex form, any case.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < 36; i++ {
-		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
-			if c != '-' {
-				return false
-			}
-		default:
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-				return false
-			}
-		}
-	}
-	return true
-}

@@ -10,8 +10,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-
-	"github.com/google/uuid"
 )
 
 // MaxBodyBytes is the default request body limit (see MaxBody).
@@ -156,33 +154,45 @@ func ParseUUID(s string) (string, error) {
 	if len(s) != 36 {
 		return "", fmt.Errorf("invalid length: expected 36 characters, found %d", len(s))
 	}
-	if canonicalUUID(s) {
+	ok, lower := uuidForm(s)
+	switch {
+	case !ok:
+		return "", errors.New("invalid character or group")
+	case lower:
 		return s, nil // already in the form returned: no copy
 	}
-	u, err := uuid.Parse(s)
-	if err != nil {
-		return "", errors.New("invalid character or group")
-	}
-	return u.String(), nil
+	return strings.ToLower(s), nil
 }
 
-// canonicalUUID reports whether s (36 bytes) is a hyphenated UUID in lower
-// case, the form ParseUUID returns.
-func canonicalUUID(s string) bool {
+// IsUUID reports whether s is a UUID in the hyphenated 8-4-4-4-12 hex
+// form, in any case.
+func IsUUID(s string) bool {
+	ok, _ := uuidForm(s)
+	return ok
+}
+
+// uuidForm reports whether s is a hyphenated UUID, and whether its hex
+// digits are all lower case.
+func uuidForm(s string) (ok, lower bool) {
+	if len(s) != 36 {
+		return false, false
+	}
+	lower = true
 	for i := 0; i < len(s); i++ {
 		c := s[i]
-		switch i {
-		case 8, 13, 18, 23:
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
 			if c != '-' {
-				return false
+				return false, false
 			}
+		case c >= '0' && c <= '9' || c >= 'a' && c <= 'f':
+		case c >= 'A' && c <= 'F':
+			lower = false
 		default:
-			if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-				return false
-			}
+			return false, false
 		}
 	}
-	return true
+	return true, lower
 }
 
 // QueryInt reads an optional integer query parameter within [min, max]

@@ -214,6 +214,7 @@ func TestParseUUID(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"01a21f77-1817-78e3-85c4-6be45719fd6a", "01a21f77-1817-78e3-85c4-6be45719fd6a"},
 		{"01A21F77-1817-78E3-85C4-6BE45719FD6A", "01a21f77-1817-78e3-85c4-6be45719fd6a"},
+		{"01a21F77-1817-78e3-85C4-6be45719fd6A", "01a21f77-1817-78e3-85c4-6be45719fd6a"},
 		{"00000000-0000-0000-0000-000000000000", "00000000-0000-0000-0000-000000000000"},
 		{"01a21f77-1817-78e3-85c4-6be45719fd6", ""},
 		{"01a21f77x1817-78e3-85c4-6be45719fd6a", ""},
@@ -222,6 +223,9 @@ func TestParseUUID(t *testing.T) {
 		{"01a21f7--1817-78e3-85c4-6be45719fd6a", ""},
 		{"urn:uuid:01a21f77-1817-78e3-85c4-6be4", ""},
 	} {
+		if web.IsUUID(c.in) != (c.want != "") {
+			t.Errorf("IsUUID(%q) = %v", c.in, !(c.want != ""))
+		}
 		got, err := web.ParseUUID(c.in)
 		if c.want == "" {
 			if err == nil {
