@@ -115,6 +115,7 @@ func (r *renders) put(key renderID, src, out []byte, expires time.Time) {
 		return
 	}
 	e := rendered{dep: key.dep, sum: maphash.Bytes(r.seed, src), size: len(src), out: out, expires: expires}
+	cost := e.cost(key.tid)
 	sh := r.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -128,18 +129,18 @@ func (r *renders) put(key renderID, src, out []byte, expires time.Time) {
 	// Over budget: drop entries at random (map order) until it fits.
 	for i := range sh.m {
 		for tid, old := range sh.m[i] {
-			if sh.bytes+e.cost(key.tid) <= r.budget {
+			if sh.bytes+cost <= r.budget {
 				break
 			}
 			delete(sh.m[i], tid)
 			sh.bytes -= old.cost(tid)
 		}
 	}
-	if sh.bytes+e.cost(key.tid) > r.budget {
+	if sh.bytes+cost > r.budget {
 		return
 	}
 	m[key.tid] = e
-	sh.bytes += e.cost(key.tid)
+	sh.bytes += cost
 }
 
 // cost is an entry's share of the budget, roughly: its key, answer and

@@ -10,8 +10,9 @@ import (
 // thread went from about 59,000 to 67,000 requests a second with its
 // reads served from memory. The file is locked by this process, so every
 // write passes through this store and the cache can be kept exact: it
-// holds encoded records (each hit decodes its own copy, as a read from the
-// layers does), and never one older than what such a read would return.
+// holds encoded records (a Get hit decodes its own copy, as a read from the
+// layers does; a GetData hit uses the head parsed when the record was
+// kept), and never one older than what such a read would return.
 //
 // The rule that keeps it exact: a key is dropped from the cache when a
 // write of it begins (inside the write transaction, before the write is
