@@ -44,6 +44,7 @@ func main() {
 	flag.StringVar(&o.gen, "gen", "", "load generator: wrk (Debian's wrk, when installed: the default) or go (in this process)")
 	flag.IntVar(&o.rounds, "rounds", 1, "times each workload is measured on the seeded servers (a table per round)")
 	flag.StringVar(&o.only, "only", "", "comma-separated workloads to run, each by the start of its name: create,get,state,search,history,copy (default all)")
+	flag.DurationVar(&o.idle, "idle", 0, "each server waits this long, untouched, before each workload's warm-up (with -alone: the time the reference's turn would leave agentplane idle)")
 	flag.BoolVar(&o.alone, "alone", false, "measure agentplane alone, without the reference (for profiling; prints no ratios)")
 	flag.StringVar(&o.cpuProfile, "cpu-profile", "", "agentplane writes a CPU profile of its whole run to this file (serve --cpu-profile)")
 	flag.Parse()
@@ -71,6 +72,7 @@ type options struct {
 	only               string
 	gen                string
 	rounds             int
+	idle               time.Duration
 	alone              bool
 	cpuProfile         string
 }
@@ -85,9 +87,9 @@ type target struct {
 	shallow, deepID string
 	// pause stops (true) or resumes (false) the server's processes.
 	pause func(bool)
-	// cpu is the CPU time the server's processes have used so far.
-	cpu  func() time.Duration
-	gone bool // stopped answering: its remaining workloads fail
+	// usage is what the server's processes have used so far.
+	usage func() usage
+	gone  bool // stopped answering: its remaining workloads fail
 }
 
 func run(o options) error {
@@ -174,6 +176,9 @@ func run(o options) error {
 				// reference writes its store to disk on a timer, which
 				// would otherwise take a core from agentplane's turn.
 				pauseOthers(targets, t, true)
+				if o.idle > 0 {
+					time.Sleep(o.idle)
+				}
 				if o.warmup > 0 {
 					// Unmeasured: a server idle for minutes (while the other
 					// was seeded) starts with cold caches, a shrunk heap
@@ -182,10 +187,11 @@ func run(o options) error {
 					wo.duration = o.warmup
 					_, _ = drive(t, w, wo)
 				}
-				cpu0 := t.cpu()
+				u0 := t.usage()
 				res, err := drive(t, w, o)
-				if err == nil && res.answered > 0 {
-					res.cpuPerReq = (t.cpu() - cpu0) / time.Duration(res.answered)
+				if u := t.usage(); err == nil && res.answered > 0 {
+					res.cpuPerReq = (u.cpu - u0.cpu) / time.Duration(res.answered)
+					res.minor, res.major = u.minor-u0.minor, u.major-u0.major
 				}
 				pauseOthers(targets, t, false)
 				if err != nil {
@@ -196,7 +202,8 @@ func run(o options) error {
 					continue
 				}
 				r.res[i] = res
-				fmt.Fprintf(os.Stderr, "%-28s %-10s %9.0f req/s  p50 %8s  p99 %8s  errors %d  server CPU %s/req\n", w.name, t.name, res.rps, res.p50, res.p99, res.errors, res.cpuPerReq)
+				fmt.Fprintf(os.Stderr, "%-28s %-10s %9.0f req/s  p50 %8s  p99 %8s  errors %d  server CPU %s/req  page faults %d minor, %d major\n",
+					w.name, t.name, res.rps, res.p50, res.p99, res.errors, res.cpuPerReq, res.minor, res.major)
 			}
 			rows = append(rows, r)
 		}
@@ -402,6 +409,8 @@ type result struct {
 	// system) per answered request while it was measured: a cost that
 	// another tenant of a shared machine moves far less than the rate.
 	cpuPerReq time.Duration
+	// minor and major are the server's page faults while it was measured.
+	minor, major uint64
 	// failed: more than 1% of the requests failed or timed out (30 s).
 	failed bool
 }
@@ -631,8 +640,8 @@ func waitUp(url string, within time.Duration) error {
 type proc struct {
 	stop  func()
 	pause func(bool)
-	// cpu is the CPU time its live processes have used so far.
-	cpu func() time.Duration
+	// usage is what its live processes have used so far.
+	usage func() usage
 }
 
 func startProcess(ctx context.Context, dir string, env []string, logPath string, name string, args ...string) (*proc, error) {
@@ -670,14 +679,23 @@ func startProcess(ctx context.Context, dir string, env []string, logPath string,
 		_ = syscall.Kill(group, syscall.SIGKILL) // children left behind
 		logf.Close()
 	}
-	return &proc{stop: stop, pause: pause, cpu: func() time.Duration { return groupCPU(-group) }}, nil
+	return &proc{stop: stop, pause: pause, usage: func() usage { return groupUsage(-group) }}, nil
 }
 
-// groupCPU is the user and system CPU time of the live processes of
-// process group pgid, from /proc (0 where /proc cannot tell).
-func groupCPU(pgid int) time.Duration {
+// usage is what a server's processes have used so far.
+type usage struct {
+	cpu time.Duration
+	// Page faults: a major one read its page from disk (a page the
+	// kernel had dropped, or never loaded), a minor one did not.
+	minor, major uint64
+}
+
+// groupUsage adds up the CPU time and page faults of the live processes
+// of process group pgid, from /proc (zero where /proc cannot tell).
+func groupUsage(pgid int) usage {
 	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var ticks uint64
+	var u usage
 	for _, d := range dirs {
 		b, err := os.ReadFile(d)
 		if err != nil {
@@ -690,17 +708,20 @@ func groupCPU(pgid int) time.Duration {
 			continue
 		}
 		f := strings.Fields(string(b[i+1:]))
-		// f[0] is field 3 (state): pgrp is field 5, utime 14, stime 15.
+		// f[0] is field 3 (state): pgrp is field 5, minflt 10, majflt
+		// 12, utime 14, stime 15.
 		if len(f) < 13 || f[2] != strconv.Itoa(pgid) {
 			continue
 		}
-		u, _ := strconv.ParseUint(f[11], 10, 64)
-		s, _ := strconv.ParseUint(f[12], 10, 64)
-		ticks += u + s
+		n := func(i int) uint64 { v, _ := strconv.ParseUint(f[i], 10, 64); return v }
+		ticks += n(11) + n(12)
+		u.minor += n(7)
+		u.major += n(9)
 	}
-	// Linux reports these in USER_HZ, 100 a second on every architecture
-	// it builds for.
-	return time.Duration(ticks) * 10 * time.Millisecond
+	// Linux reports CPU time in USER_HZ, 100 a second on every
+	// architecture it builds for.
+	u.cpu = time.Duration(ticks) * 10 * time.Millisecond
+	return u
 }
 
 const benchKey = "ap_benchpeer_admin_key_0123456789abcdef"
@@ -775,7 +796,7 @@ func startAgentplane(ctx context.Context, o options, work string) (*target, func
 		time.Sleep(100 * time.Millisecond)
 	}
 	return &target{name: "agentplane", base: base + "/deployments/" + d.ID, header: http.Header{"X-Api-Key": {benchKey}},
-		client: newClient(o.conns), pause: pr.pause, cpu: pr.cpu}, pr.stop, nil
+		client: newClient(o.conns), pause: pr.pause, usage: pr.usage}, pr.stop, nil
 }
 
 // makeRepo commits the reference server's graph project into a git
@@ -838,5 +859,5 @@ func startReference(ctx context.Context, o options) (*target, func(), error) {
 		stop()
 		return nil, nil, fmt.Errorf("%w (log: %s)", err, logPath)
 	}
-	return &target{name: "reference", base: base, header: http.Header{}, client: newClient(o.conns), pause: pr.pause, cpu: pr.cpu}, stop, nil
+	return &target{name: "reference", base: base, header: http.Header{}, client: newClient(o.conns), pause: pr.pause, usage: pr.usage}, stop, nil
 }

@@ -29,13 +29,21 @@ const renderShards = 16
 // crowd out many small ones.
 const maxRendered = 64 << 10
 
-// A shard keeps a map per kind of answer, keyed by thread id: a look-up
-// hashes one short string and allocates nothing. An entry holds its
-// deployment, and answers only for it.
+// A shard keeps one map of answers of every kind, keyed by kind and
+// thread id: a look-up hashes one short string and allocates nothing. An
+// entry holds its deployment, and answers only for it. One map, so that
+// eviction picks among all kinds alike: with a map per kind, evicting
+// from the first map first let the answers of one kind (a GET after a
+// run of state reads) only ever displace each other.
 type renderShard struct {
 	mu    sync.Mutex
-	m     [len(renderKinds)]map[string]rendered
+	m     map[renderKey]rendered
 	bytes int
+}
+
+type renderKey struct {
+	kind byte
+	tid  string
 }
 
 // renderID names a kept answer: its kind, deployment and thread.
@@ -59,18 +67,6 @@ const (
 	renderState     = 's'
 )
 
-var renderKinds = [...]byte{renderThread, renderThreadTTL, renderState}
-
-// kindMap is the map of sh that keeps answers of kind k.
-func (sh *renderShard) kindMap(k byte) map[string]rendered {
-	for i, kind := range renderKinds {
-		if kind == k {
-			return sh.m[i]
-		}
-	}
-	panic("threads: unknown kind of answer")
-}
-
 // newRenders returns a cache of at most budget bytes of answers (0: none).
 func newRenders(budget int) *renders {
 	if budget <= 0 {
@@ -78,9 +74,7 @@ func newRenders(budget int) *renders {
 	}
 	r := &renders{seed: maphash.MakeSeed(), budget: max(budget/renderShards, 1)}
 	for i := range r.shards {
-		for k := range r.shards[i].m {
-			r.shards[i].m[k] = map[string]rendered{}
-		}
+		r.shards[i].m = map[renderKey]rendered{}
 	}
 	return r
 }
@@ -97,7 +91,7 @@ func (r *renders) get(key renderID, src []byte, now time.Time) (out []byte, gone
 	}
 	sh := r.shard(key)
 	sh.mu.Lock()
-	e, hit := sh.kindMap(key.kind)[key.tid]
+	e, hit := sh.m[renderKey{key.kind, key.tid}]
 	sh.mu.Unlock()
 	if !hit || e.dep != key.dep || e.size != len(src) || e.sum != maphash.Bytes(r.seed, src) {
 		return nil, false, false
@@ -119,27 +113,25 @@ func (r *renders) put(key renderID, src, out []byte, expires time.Time) {
 	sh := r.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	m := sh.kindMap(key.kind)
-	if old, ok := m[key.tid]; ok {
+	k := renderKey{key.kind, key.tid}
+	if old, ok := sh.m[k]; ok {
 		// The thread's answer of this kind, perhaps for another
 		// deployment: replaced.
-		delete(m, key.tid)
-		sh.bytes -= old.cost(key.tid)
+		delete(sh.m, k)
+		sh.bytes -= old.cost(k.tid)
 	}
 	// Over budget: drop entries at random (map order) until it fits.
-	for i := range sh.m {
-		for tid, old := range sh.m[i] {
-			if sh.bytes+cost <= r.budget {
-				break
-			}
-			delete(sh.m[i], tid)
-			sh.bytes -= old.cost(tid)
+	for old, e := range sh.m {
+		if sh.bytes+cost <= r.budget {
+			break
 		}
+		delete(sh.m, old)
+		sh.bytes -= e.cost(old.tid)
 	}
 	if sh.bytes+cost > r.budget {
 		return
 	}
-	m[key.tid] = e
+	sh.m[k] = e
 	sh.bytes += cost
 }
 

@@ -64,11 +64,9 @@ func TestRendersStayWithinBudget(t *testing.T) {
 		sh := &r.shards[i]
 		total += sh.bytes
 		sum := 0
-		for _, m := range sh.m {
-			n += len(m)
-			for tid, e := range m {
-				sum += e.cost(tid)
-			}
+		n += len(sh.m)
+		for k, e := range sh.m {
+			sum += e.cost(k.tid)
 		}
 		if sum != sh.bytes {
 			t.Fatalf("shard %d counts %d bytes, holds %d", i, sh.bytes, sum)
@@ -82,5 +80,40 @@ func TestRendersStayWithinBudget(t *testing.T) {
 	r.put(renderID{renderState, "dep", "big"}, []byte("src"), big, time.Time{})
 	if _, _, ok := r.get(renderID{renderState, "dep", "big"}, []byte("src"), time.Now()); ok {
 		t.Fatal("an answer over maxRendered was kept")
+	}
+}
+
+// TestRendersEvictAcrossKinds: when the cache is full of one kind of
+// answer, the answers of another kind displace them. Once, eviction
+// emptied the maps one kind after the other, so GET thread answers put
+// after a run of state reads only ever displaced each other, and a GET
+// run after a state run served mostly misses (twice the CPU per request).
+func TestRendersEvictAcrossKinds(t *testing.T) {
+	const budget = 256 << 10
+	r := newRenders(budget)
+	out := make([]byte, 400)
+	count := func(kind byte) (n int) {
+		for i := range r.shards {
+			for k := range r.shards[i].m {
+				if k.kind == kind {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	const threads = 2000 // more than fit: the budget holds about 500
+	for i := 0; i < threads; i++ {
+		r.put(renderID{renderState, "dep", fmt.Sprint(i)}, []byte("s"), out, time.Time{})
+	}
+	held := count(renderState)
+	// A run of GETs over the same threads, each read putting its answer.
+	for i := 0; i < threads; i++ {
+		r.put(renderID{renderThread, "dep", fmt.Sprint(i)}, []byte("t"), out, time.Time{})
+	}
+	// Random eviction among all entries leaves the newer kind with well
+	// over half of the room (the other kind keeps what survived).
+	if got := count(renderThread); got < held/2 {
+		t.Fatalf("%d thread answers kept against %d state answers before (now %d): state answers were not displaced", got, held, count(renderState))
 	}
 }
