@@ -751,7 +751,10 @@ func startAgentplane(ctx context.Context, o options, work string) (*target, func
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	pr, err := startProcess(ctx, work, []string{"AGENTPLANE_ADDR=" + addr, "AGENTPLANE_DATA_DIR=" + filepath.Join(work, "data"),
-		"AGENTPLANE_BOOTSTRAP_API_KEY=" + benchKey, "AGENTPLANE_LOG_LEVEL=error"}, filepath.Join(work, "agentplane.log"), bin, serveArgs(o)...)
+		"AGENTPLANE_BOOTSTRAP_API_KEY=" + benchKey, "AGENTPLANE_LOG_LEVEL=error",
+		// No tool server: it would hold the fixed port 8001, which a
+		// local server or the next run may need.
+		"AGENTPLANE_MCP_ADDR=off"}, filepath.Join(work, "agentplane.log"), bin, serveArgs(o)...)
 	if err != nil {
 		return nil, nil, err
 	}
