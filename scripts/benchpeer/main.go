@@ -632,10 +632,6 @@ func waitUp(url string, within time.Duration) error {
 	return fmt.Errorf("%s did not answer within %s", url, within)
 }
 
-// startProcess starts a server in a process group of its own, so that
-// stopping or pausing it reaches its children too (the reference runs
-// its server in a child of the CLI). pause(true) stops the whole group
-// (SIGSTOP), pause(false) lets it go on.
 // proc is a server's process group.
 type proc struct {
 	stop  func()
@@ -644,6 +640,10 @@ type proc struct {
 	usage func() usage
 }
 
+// startProcess starts a server in a process group of its own, so that
+// stopping or pausing it reaches its children too (the reference runs
+// its server in a child of the CLI). pause(true) stops the whole group
+// (SIGSTOP), pause(false) lets it go on.
 func startProcess(ctx context.Context, dir string, env []string, logPath string, name string, args ...string) (*proc, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {

@@ -29,21 +29,15 @@ const renderShards = 16
 // crowd out many small ones.
 const maxRendered = 64 << 10
 
-// A shard keeps one map of answers of every kind, keyed by kind and
-// thread id: a look-up hashes one short string and allocates nothing. An
-// entry holds its deployment, and answers only for it. One map, so that
-// eviction picks among all kinds alike: with a map per kind, evicting
-// from the first map first let the answers of one kind (a GET after a
-// run of state reads) only ever displace each other.
+// A shard keeps one map of answers of every kind, so that eviction picks
+// among all kinds alike: with a map per kind, evicting from the first map
+// first let the answers of one kind (a GET after a run of state reads)
+// only ever displace each other. A look-up hashes its key's two short
+// strings and allocates nothing.
 type renderShard struct {
 	mu    sync.Mutex
-	m     map[renderKey]rendered
+	m     map[renderID]rendered
 	bytes int
-}
-
-type renderKey struct {
-	kind byte
-	tid  string
 }
 
 // renderID names a kept answer: its kind, deployment and thread.
@@ -53,7 +47,6 @@ type renderID struct {
 }
 
 type rendered struct {
-	dep     string
 	sum     uint64
 	size    int // of the source item
 	out     []byte
@@ -74,7 +67,7 @@ func newRenders(budget int) *renders {
 	}
 	r := &renders{seed: maphash.MakeSeed(), budget: max(budget/renderShards, 1)}
 	for i := range r.shards {
-		r.shards[i].m = map[renderKey]rendered{}
+		r.shards[i].m = map[renderID]rendered{}
 	}
 	return r
 }
@@ -91,9 +84,9 @@ func (r *renders) get(key renderID, src []byte, now time.Time) (out []byte, gone
 	}
 	sh := r.shard(key)
 	sh.mu.Lock()
-	e, hit := sh.m[renderKey{key.kind, key.tid}]
+	e, hit := sh.m[key]
 	sh.mu.Unlock()
-	if !hit || e.dep != key.dep || e.size != len(src) || e.sum != maphash.Bytes(r.seed, src) {
+	if !hit || e.size != len(src) || e.sum != maphash.Bytes(r.seed, src) {
 		return nil, false, false
 	}
 	if !e.expires.IsZero() && !now.Before(e.expires) {
@@ -108,17 +101,14 @@ func (r *renders) put(key renderID, src, out []byte, expires time.Time) {
 	if r == nil || len(out) > maxRendered {
 		return
 	}
-	e := rendered{dep: key.dep, sum: maphash.Bytes(r.seed, src), size: len(src), out: out, expires: expires}
-	cost := e.cost(key.tid)
+	e := rendered{sum: maphash.Bytes(r.seed, src), size: len(src), out: out, expires: expires}
+	cost := e.cost(key)
 	sh := r.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	k := renderKey{key.kind, key.tid}
-	if old, ok := sh.m[k]; ok {
-		// The thread's answer of this kind, perhaps for another
-		// deployment: replaced.
-		delete(sh.m, k)
-		sh.bytes -= old.cost(k.tid)
+	if old, ok := sh.m[key]; ok {
+		delete(sh.m, key)
+		sh.bytes -= old.cost(key)
 	}
 	// Over budget: drop entries at random (map order) until it fits.
 	for old, e := range sh.m {
@@ -126,15 +116,15 @@ func (r *renders) put(key renderID, src, out []byte, expires time.Time) {
 			break
 		}
 		delete(sh.m, old)
-		sh.bytes -= e.cost(old.tid)
+		sh.bytes -= e.cost(old)
 	}
 	if sh.bytes+cost > r.budget {
 		return
 	}
-	sh.m[k] = e
+	sh.m[key] = e
 	sh.bytes += cost
 }
 
 // cost is an entry's share of the budget, roughly: its key, answer and
 // bookkeeping.
-func (e rendered) cost(tid string) int { return 1 + len(e.dep) + len(tid) + len(e.out) + 64 }
+func (e rendered) cost(k renderID) int { return 1 + len(k.dep) + len(k.tid) + len(e.out) + 64 }

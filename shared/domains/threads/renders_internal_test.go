@@ -26,15 +26,15 @@ func TestRendersKeepOnlyWhatMatches(t *testing.T) {
 			t.Fatalf("%q answered from another key's entry", other)
 		}
 	}
-	// The same thread id in another deployment replaces the entry, and
-	// the first deployment's read misses.
+	// The same thread id in another deployment: its own entry, and each
+	// deployment reads only its own.
 	k2 := renderID{renderThread, "dep2", "t1"}
 	r.put(k2, []byte(`{"v":1}`), []byte("other"), time.Time{})
 	if out, _, ok := r.get(k2, []byte(`{"v":1}`), now); !ok || string(out) != "other" {
 		t.Fatalf("dep2: %q %v", out, ok)
 	}
-	if _, _, ok := r.get(k, []byte(`{"v":1}`), now); ok {
-		t.Fatal("dep answered with dep2's entry")
+	if out, _, ok := r.get(k, []byte(`{"v":1}`), now); !ok || string(out) != "one" {
+		t.Fatalf("dep after dep2's put: %q %v", out, ok)
 	}
 	// A delete TTL that has run out: the thread reads as absent.
 	r.put(k, []byte(`{"v":3}`), []byte("three"), now.Add(time.Minute))
@@ -66,7 +66,7 @@ func TestRendersStayWithinBudget(t *testing.T) {
 		sum := 0
 		n += len(sh.m)
 		for k, e := range sh.m {
-			sum += e.cost(k.tid)
+			sum += e.cost(k)
 		}
 		if sum != sh.bytes {
 			t.Fatalf("shard %d counts %d bytes, holds %d", i, sh.bytes, sum)

@@ -56,6 +56,9 @@ type cached struct {
 
 func newCached(rec []byte) cached { return cached{rec: rec, head: parseHead(rec)} }
 
+// size is what the entry of e under a key of keyLen bytes counts for.
+func (e cached) size(keyLen int) int64 { return int64(keyLen + len(e.rec) + entryOverhead) }
+
 type cacheShard struct {
 	mu      sync.Mutex
 	m       map[string]cached
@@ -103,7 +106,7 @@ func (c *readCache) fill(bk []byte, e cached, epoch uint64) {
 	if c == nil || len(e.rec) > maxCachedRecord {
 		return
 	}
-	size := int64(len(bk) + len(e.rec) + entryOverhead)
+	size := e.size(len(bk))
 	sh := c.shard(bk)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -114,7 +117,7 @@ func (c *readCache) fill(bk []byte, e cached, epoch uint64) {
 		sh.m = make(map[string]cached)
 	}
 	if old, ok := sh.m[string(bk)]; ok {
-		sh.bytes -= int64(len(bk) + len(old.rec) + entryOverhead)
+		sh.bytes -= old.size(len(bk))
 	}
 	sh.m[string(bk)] = e
 	sh.bytes += size
@@ -125,7 +128,7 @@ func (c *readCache) fill(bk []byte, e cached, epoch uint64) {
 			break
 		}
 		if k != string(bk) {
-			sh.bytes -= int64(len(k) + len(v.rec) + entryOverhead)
+			sh.bytes -= v.size(len(k))
 			delete(sh.m, k)
 		}
 	}
@@ -141,7 +144,7 @@ func (c *readCache) begin(bk []byte) {
 	sh := c.shard(bk)
 	sh.mu.Lock()
 	if old, ok := sh.m[string(bk)]; ok {
-		sh.bytes -= int64(len(bk) + len(old.rec) + entryOverhead)
+		sh.bytes -= old.size(len(bk))
 		delete(sh.m, string(bk))
 	}
 	sh.pending++

@@ -73,7 +73,7 @@ func checkReadItem(t *testing.T, b []byte, r record, err error) {
 		h := parseHead(b)
 		data, v, dlive, derr := h.data, h.version, h.err == nil && h.live(now), h.err
 		if (derr != nil) != (ierr != nil) || dlive != live || v != it.Version || !bytes.Equal(data, it.Data) || (data == nil) != (it.Data == nil) {
-			t.Fatalf("readData %q v%d live %v (%v); readItem %q v%d live %v (%v)", data, v, dlive, derr, it.Data, it.Version, live, ierr)
+			t.Fatalf("parseHead %q v%d live %v (%v); readItem %q v%d live %v (%v)", data, v, dlive, derr, it.Data, it.Version, live, ierr)
 		}
 	}
 }
